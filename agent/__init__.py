@@ -1,0 +1,1 @@
+"""The optimization loop: retrieval -> directions -> generate -> evaluate -> record."""

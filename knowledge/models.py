@@ -1,0 +1,278 @@
+"""Typed records for every node and relationship of the experience graph (docs/ARCHITECTURE.md, "The graph").
+
+These are the only shapes the store reads and writes. Field names equal Neo4j property names; nested
+structures are JSON strings because Neo4j properties cannot hold maps.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+from core.errors import InvalidInput
+from knowledge.taxonomy import Isa, Operator, Technique
+
+Key = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+Sha = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,64}$")]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class Node(BaseModel):
+    """A graph node. `label` and `key_field` tell the store how to MERGE it."""
+
+    model_config = ConfigDict(extra="forbid", use_enum_values=True)
+    label: ClassVar[str]
+    key_field: ClassVar[str]
+    # Text embedded for retrieval; None means the node is not embedded.
+    embed_fields: ClassVar[tuple[str, ...]] = ()
+
+    def key_value(self) -> str:
+        return str(getattr(self, self.key_field))
+
+    def embedding_text(self) -> str | None:
+        if not self.embed_fields:
+            return None
+        return "\n".join(str(getattr(self, f) or "") for f in self.embed_fields).strip()
+
+    def properties(self) -> dict[str, Any]:
+        return self.model_dump(mode="python")
+
+
+class Repository(Node):
+    label: ClassVar[str] = "Repository"
+    key_field: ClassVar[str] = "name"
+    name: Key
+    url: str | None = None
+    library: str | None = None  # openblas | ggml | onnxruntime | generic
+    last_mined_head: str | None = None
+    mined_at: datetime | None = None
+    commits_read: int = Field(0, ge=0)
+
+
+class Commit(Node):
+    label: ClassVar[str] = "Commit"
+    key_field: ClassVar[str] = "sha"
+    embed_fields: ClassVar[tuple[str, ...]] = ()
+    sha: Sha
+    repo: Key
+    title: str
+    message: str = ""
+    author: str = ""
+    authored_at: datetime | None = None
+    files: list[str] = []
+    insertions: int = Field(0, ge=0)
+    deletions: int = Field(0, ge=0)
+    isas: list[Isa] = []
+    operators: list[Operator] = []
+    techniques: list[Technique] = []
+    perf_claims: list[float] = []  # speedup factors parsed from the message (1.35 for "+35%")
+    score: float = 0.0  # classification score, >= threshold means optimization
+    reasons: list[str] = []
+    is_optimization: bool = False
+
+
+class Idea(Node):
+    """A general principle, e.g. "keep more independent accumulators in flight"."""
+
+    label: ClassVar[str] = "Idea"
+    key_field: ClassVar[str] = "id"
+    embed_fields: ClassVar[tuple[str, ...]] = ("title", "principle")
+    id: Key
+    title: str = Field(min_length=1)
+    principle: str = ""
+    techniques: list[Technique] = []
+    source: str = "mined"  # mined | starter | llm
+
+
+class Thought(Node):
+    """An actionable technique under an idea, with its mined prior."""
+
+    label: ClassVar[str] = "Thought"
+    key_field: ClassVar[str] = "id"
+    embed_fields: ClassVar[tuple[str, ...]] = ("title", "description", "identifiers")
+    id: Key
+    idea_id: Key
+    title: str = Field(min_length=1)
+    description: str = ""
+    example_code: str = ""
+    identifiers: str = ""  # intrinsics and identifiers from the example, for full-text search
+    technique: Technique
+    isa: Isa = Isa.GENERIC
+    operator: Operator = Operator.OTHER
+    evidence_commits: int = Field(0, ge=0)
+    prior_speedup: float | None = Field(None, gt=0)  # geometric mean of parsed claims, when any
+    source: str = "mined"
+
+
+class Target(Node):
+    label: ClassVar[str] = "Target"
+    key_field: ClassVar[str] = "key"
+    key: Key
+    name: str = ""
+    isa: str = ""
+    vlen: int | None = Field(None, ge=0)
+    dlen: int | None = Field(None, ge=0)
+    clock_ghz: float | None = Field(None, gt=0)
+    description: str = ""
+
+
+class Task(Node):
+    label: ClassVar[str] = "Task"
+    key_field: ClassVar[str] = "id"
+    embed_fields: ClassVar[tuple[str, ...]] = ("name", "description")
+    id: Key
+    name: str
+    category: str = ""
+    operator: Operator = Operator.OTHER
+    dtype: str = ""
+    shapes: str = "[]"  # JSON
+    description: str = ""
+
+
+class ExperienceStatus(StrEnum):
+    OK = "ok"
+    WRONG = "wrong"
+    COMPILE_ERROR = "compile_error"
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+    REJECTED = "rejected"  # failed the static safety check
+    GENERATION_ERROR = "generation_error"  # the generator produced nothing usable
+
+
+class Experience(Node):
+    """One evaluated candidate kernel."""
+
+    label: ClassVar[str] = "Experience"
+    key_field: ClassVar[str] = "id"
+    embed_fields: ClassVar[tuple[str, ...]] = ("summary",)
+    id: Key
+    task_id: Key
+    target_key: Key
+    run_id: Key | None = None
+    parent_id: Key | None = None
+    thought_ids: list[str] = []
+    direction: str | None = None  # idea id of the direction that produced it
+    step: int = Field(0, ge=0)
+    code: str = ""
+    code_hash: str = ""
+    cflags: list[str] = []
+    status: ExperienceStatus
+    speedup: float | None = Field(None, ge=0)
+    baseline_cycles: float | None = None
+    candidate_cycles: float | None = None
+    seconds: float | None = None
+    max_error: float | None = None
+    measurement: str = "modeled"  # modeled | measured | native
+    feedback: str = ""
+    generator: str = "offline"
+    summary: str = ""  # one line, embedded: what was tried and what happened
+    created_at: datetime = Field(default_factory=utcnow)
+
+    @property
+    def log_speedup(self) -> float | None:
+        return math.log(self.speedup) if self.speedup else None
+
+
+class RunStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    INTERRUPTED = "interrupted"
+
+
+class Run(Node):
+    label: ClassVar[str] = "Run"
+    key_field: ClassVar[str] = "id"
+    id: Key
+    task_id: Key
+    target_key: Key
+    budget: int = Field(ge=1)
+    directions: int = Field(1, ge=1)
+    generator: str = "offline"
+    seed: int = 0
+    settings: str = "{}"  # JSON
+    status: RunStatus = RunStatus.QUEUED
+    best_experience_id: str | None = None
+    best_speedup: float | None = None
+    evaluations: int = 0
+    llm_calls: int = 0
+    llm_tokens: int = 0
+    error: str | None = None
+    started_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+
+
+class RelType(StrEnum):
+    IN_REPO = "IN_REPO"
+    HAS_THOUGHT = "HAS_THOUGHT"
+    EVIDENCED_BY = "EVIDENCED_BY"
+    APPLIED = "APPLIED"
+    FOR_TASK = "FOR_TASK"
+    ON_TARGET = "ON_TARGET"
+    DERIVED_FROM = "DERIVED_FROM"
+    IN_RUN = "IN_RUN"
+    SIMILAR_TO = "SIMILAR_TO"
+    EFFECT_ON = "EFFECT_ON"  # (Thought)-[:EFFECT_ON {trials, successes, sum_log_speedup}]->(Target)
+
+
+class Relationship(BaseModel):
+    """An edge of the closed set: (start_label {start_key}) -[type {props}]-> (end_label {end_key})."""
+
+    model_config = ConfigDict(extra="forbid", use_enum_values=True)
+    type: RelType
+    start_label: str
+    start_key: Key
+    end_label: str
+    end_key: Key
+    props: dict[str, float | int | str | bool] = {}
+
+
+ALLOWED_RELATIONSHIPS: dict[RelType, tuple[str, str]] = {
+    RelType.IN_REPO: ("Commit", "Repository"),
+    RelType.HAS_THOUGHT: ("Idea", "Thought"),
+    RelType.EVIDENCED_BY: ("Thought", "Commit"),
+    RelType.APPLIED: ("Experience", "Thought"),
+    RelType.FOR_TASK: ("Experience", "Task"),
+    RelType.ON_TARGET: ("Experience", "Target"),
+    RelType.DERIVED_FROM: ("Experience", "Experience"),
+    RelType.IN_RUN: ("Experience", "Run"),
+    RelType.EFFECT_ON: ("Thought", "Target"),
+}
+SIMILAR_LABELS = {"Target", "Task"}
+
+NODE_TYPES: dict[str, type[Node]] = {
+    m.label: m for m in (Repository, Commit, Idea, Thought, Target, Task, Experience, Run)
+}
+
+N = TypeVar("N", bound=BaseModel)
+
+
+def validate_records(model: type[N], rows: Iterable[dict[str, Any]], source: str) -> list[N]:
+    """Validate raw rows, raising one InvalidInput that names the source, the row and the field."""
+    out: list[N] = []
+    for i, row in enumerate(rows):
+        try:
+            out.append(model.model_validate(row))
+        except ValidationError as e:
+            err = e.errors()[0]
+            field = ".".join(str(p) for p in err["loc"]) or "<record>"
+            raise InvalidInput(
+                f"{source}: record {i}: field {field!r}: {err['msg']}",
+                f"fix the {model.__name__} record and retry; nothing was written",
+            ) from None
+    return out

@@ -1,0 +1,1 @@
+"""Miners: git history -> classified optimization commits -> ideas and thoughts in the graph."""
