@@ -1,0 +1,41 @@
+// EoK graph schema, applied at startup by knowledge/migrations.py.
+// Each "// migration N: title" header starts a versioned step; steps are idempotent (IF NOT EXISTS) and
+// recorded as (:Migration {version}) nodes, so a step runs once per database. Append new steps; never edit
+// an applied one.
+
+// migration 1: uniqueness constraints on every node key
+CREATE CONSTRAINT repository_name IF NOT EXISTS FOR (n:Repository) REQUIRE n.name IS UNIQUE;
+CREATE CONSTRAINT commit_sha IF NOT EXISTS FOR (n:Commit) REQUIRE n.sha IS UNIQUE;
+CREATE CONSTRAINT idea_id IF NOT EXISTS FOR (n:Idea) REQUIRE n.id IS UNIQUE;
+CREATE CONSTRAINT thought_id IF NOT EXISTS FOR (n:Thought) REQUIRE n.id IS UNIQUE;
+CREATE CONSTRAINT target_key IF NOT EXISTS FOR (n:Target) REQUIRE n.key IS UNIQUE;
+CREATE CONSTRAINT task_id IF NOT EXISTS FOR (n:Task) REQUIRE n.id IS UNIQUE;
+CREATE CONSTRAINT experience_id IF NOT EXISTS FOR (n:Experience) REQUIRE n.id IS UNIQUE;
+CREATE CONSTRAINT run_id IF NOT EXISTS FOR (n:Run) REQUIRE n.id IS UNIQUE;
+CREATE CONSTRAINT migration_version IF NOT EXISTS FOR (n:Migration) REQUIRE n.version IS UNIQUE;
+
+// migration 2: lookup indexes for the filters retrieval and analysts use
+CREATE INDEX thought_filters IF NOT EXISTS FOR (n:Thought) ON (n.technique, n.isa, n.operator);
+CREATE INDEX thought_operator IF NOT EXISTS FOR (n:Thought) ON (n.operator);
+CREATE INDEX thought_isa IF NOT EXISTS FOR (n:Thought) ON (n.isa);
+CREATE INDEX commit_repo IF NOT EXISTS FOR (n:Commit) ON (n.repo);
+CREATE INDEX experience_task_target IF NOT EXISTS FOR (n:Experience) ON (n.task_id, n.target_key);
+CREATE INDEX experience_status IF NOT EXISTS FOR (n:Experience) ON (n.status);
+CREATE INDEX experience_run IF NOT EXISTS FOR (n:Experience) ON (n.run_id);
+CREATE INDEX run_status IF NOT EXISTS FOR (n:Run) ON (n.status);
+
+// migration 3: full-text indexes over titles, descriptions, code identifiers and intrinsics
+CREATE FULLTEXT INDEX knowledge_text IF NOT EXISTS FOR (n:Thought|Idea) ON EACH [n.title, n.description, n.principle, n.identifiers];
+CREATE FULLTEXT INDEX commit_text IF NOT EXISTS FOR (n:Commit) ON EACH [n.title, n.message];
+CREATE FULLTEXT INDEX experience_text IF NOT EXISTS FOR (n:Experience) ON EACH [n.summary, n.feedback];
+
+// migration 4: vector indexes on the stored embeddings (384 = all-MiniLM-L6-v2, the bundled default model)
+CREATE VECTOR INDEX thought_embedding IF NOT EXISTS FOR (n:Thought) ON n.embedding OPTIONS {indexConfig: {`vector.dimensions`: 384, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX idea_embedding IF NOT EXISTS FOR (n:Idea) ON n.embedding OPTIONS {indexConfig: {`vector.dimensions`: 384, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX experience_embedding IF NOT EXISTS FOR (n:Experience) ON n.embedding OPTIONS {indexConfig: {`vector.dimensions`: 384, `vector.similarity_function`: 'cosine'}};
+
+// migration 5: incremental FAISS catch-up reads nodes by embedding generation
+CREATE INDEX thought_embedding_gen IF NOT EXISTS FOR (n:Thought) ON (n.embedding_gen);
+CREATE INDEX idea_embedding_gen IF NOT EXISTS FOR (n:Idea) ON (n.embedding_gen);
+CREATE INDEX experience_embedding_gen IF NOT EXISTS FOR (n:Experience) ON (n.embedding_gen);
+CREATE INDEX task_embedding_gen IF NOT EXISTS FOR (n:Task) ON (n.embedding_gen);

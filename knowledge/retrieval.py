@@ -1,0 +1,251 @@
+"""Hybrid retrieval: FAISS vectors + Lucene full-text + graph expansion, fused by reciprocal rank and
+weighted by an outcome prior (measured effect on this target first, then mined evidence)."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from knowledge.embeddings import Embedder
+from knowledge.store import GraphStore
+from knowledge.taxonomy import Isa, Operator, Technique, parse_enum
+from knowledge.vector_index import VectorIndex
+
+Kind = Literal["thought", "idea", "experience"]
+KIND_LABEL: dict[str, str] = {"thought": "Thought", "idea": "Idea", "experience": "Experience"}
+LABEL_KIND = {v: k for k, v in KIND_LABEL.items()}
+RRF_K = 60  # the usual reciprocal-rank constant: flattens the head so no single ranker dominates
+FULLTEXT_INDEX = {"Thought": "knowledge_text", "Idea": "knowledge_text", "Experience": "experience_text"}
+
+
+class SearchFilters(BaseModel):
+    kind: Kind | None = None
+    isa: str | None = None
+    operator: str | None = None
+    technique: str | None = None
+    target: str | None = None
+
+    def normalised(self) -> SearchFilters:
+        """Validate enum-valued filters so a typo is an error naming the filter, not an empty result."""
+        return SearchFilters(
+            kind=self.kind,
+            isa=parse_enum(Isa, self.isa, "filter isa") if self.isa else None,
+            operator=parse_enum(Operator, self.operator, "filter operator") if self.operator else None,
+            technique=parse_enum(Technique, self.technique, "filter technique") if self.technique else None,
+            target=self.target,
+        )
+
+    def attribute_filters(self, label: str) -> dict[str, str]:
+        """Equality filters that apply to nodes of this label."""
+        if label == "Thought":
+            pairs = {"isa": self.isa, "operator": self.operator, "technique": self.technique}
+        elif label == "Experience":
+            pairs = {"target": self.target}
+        else:
+            pairs = {}
+        return {k: str(v) for k, v in pairs.items() if v}
+
+    def excludes(self, label: str) -> bool:
+        """Ideas carry no isa/operator of their own: with such filters they come only through expansion."""
+        return label == "Idea" and bool(self.isa or self.operator or self.technique)
+
+
+class SearchHit(BaseModel):
+    kind: Kind
+    id: str
+    title: str
+    score: float
+    prior: float = 0.0
+    sources: list[str] = []
+    node: dict[str, Any] = {}
+    evidence: list[dict[str, Any]] = Field(default_factory=list)
+    measured: dict[str, Any] | None = None  # effect on the filter's target: trials, successes, mean speedup
+
+
+class Retriever:
+    def __init__(self, store: GraphStore, embedder: Embedder, index: VectorIndex) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.index = index
+
+    def search(self, query: str, k: int = 10, filters: SearchFilters | None = None) -> list[SearchHit]:
+        f = (filters or SearchFilters()).normalised()
+        kinds = [f.kind] if f.kind else ["thought", "idea", "experience"]
+        labels = [KIND_LABEL[kd] for kd in kinds if not f.excludes(KIND_LABEL[kd])]
+        pool = max(4 * k, 40)
+        ranks: dict[tuple[str, str], dict[str, int]] = {}
+        self.index.ensure_fresh()
+        qvec = self.embedder.embed([query])[0]
+        for label in labels:
+            where = f.attribute_filters(label)
+            for r, hit in enumerate(self.index.search(qvec, pool, {label}, where)):
+                ranks.setdefault((label, hit.key), {})["vector"] = r
+            for r, key in enumerate(self._fulltext(label, query, pool, where)):
+                ranks.setdefault((label, key), {})["fulltext"] = r
+        fused = {key: sum(1.0 / (RRF_K + 1 + r) for r in src.values()) for key, src in ranks.items()}
+        self._expand(fused, ranks, f, set(labels) | ({"Idea"} if "idea" in kinds else set()))
+        return self._finish(fused, ranks, f, k)
+
+    # -- rankers -----------------------------------------------------------------------------------------
+
+    def _fulltext(self, label: str, query: str, limit: int, where: dict[str, str]) -> list[str]:
+        terms = _lucene_terms(query)
+        if not terms:
+            return []
+        key = "id"
+        conds = [f"node:{label}"] + [f"node.{_attr_prop(a)} = ${a}" for a in where]
+        rows = self.store.read(
+            f"CALL db.index.fulltext.queryNodes($index, $q, {{limit: $scan}}) YIELD node, score "
+            f"WHERE {' AND '.join(conds)} RETURN node.{key} AS k LIMIT $limit",
+            index=FULLTEXT_INDEX[label],
+            q=terms,
+            scan=limit * 5,
+            limit=limit,
+            **where,
+        )
+        return [r["k"] for r in rows]
+
+    def _expand(
+        self,
+        fused: dict[tuple[str, str], float],
+        ranks: dict[tuple[str, str], dict[str, int]],
+        f: SearchFilters,
+        labels: set[str],
+    ) -> None:
+        """Graph expansion: a matching thought lends half its score to its idea and vice versa."""
+        thought_ids = [key for (lb, key) in fused if lb == "Thought"]
+        idea_ids = [key for (lb, key) in fused if lb == "Idea"]
+        if not thought_ids and not idea_ids:
+            return
+        where = f.attribute_filters("Thought")
+        cond = "".join(f" AND t.{_attr_prop(a)} = ${a}" for a in where)
+        rows = self.store.read(
+            "MATCH (i:Idea)-[:HAS_THOUGHT]->(t:Thought) WHERE (t.id IN $tids OR i.id IN $iids)"
+            + cond
+            + " RETURN i.id AS idea, t.id AS thought",
+            tids=thought_ids,
+            iids=idea_ids,
+            **where,
+        )
+        for r in rows:
+            t, i = ("Thought", r["thought"]), ("Idea", r["idea"])
+            if t in fused and "Idea" in labels:
+                _lend(fused, ranks, i, fused[t])
+            if i in fused and "Thought" in labels:
+                _lend(fused, ranks, t, fused[i])
+
+    # -- details and prior -----------------------------------------------------------------------------
+
+    def _finish(
+        self, fused: dict[tuple[str, str], float], ranks: dict, f: SearchFilters, k: int
+    ) -> list[SearchHit]:
+        # Apply the prior to a generous head only: details cost a query, the tail never wins.
+        head = sorted(fused, key=fused.__getitem__, reverse=True)[: max(3 * k, 30)]
+        details = self._details(head, f.target)
+        hits = []
+        for key in head:
+            d = details.get(key)
+            if d is None:
+                continue
+            prior = _outcome_prior(key[0], d)
+            hits.append(
+                SearchHit(
+                    kind=LABEL_KIND[key[0]],  # type: ignore[arg-type]
+                    id=key[1],
+                    title=d["node"].get("title") or d["node"].get("summary") or key[1],
+                    score=fused[key] * math.exp(prior),
+                    prior=prior,
+                    sources=sorted(ranks.get(key, {})),
+                    node=d["node"],
+                    evidence=d["evidence"],
+                    measured=d.get("measured"),
+                )
+            )
+        hits.sort(key=lambda h: h.score, reverse=True)
+        return hits[:k]
+
+    def _details(self, keys: list[tuple[str, str]], target: str | None) -> dict[tuple[str, str], dict]:
+        ids = {lb: [k for (label, k) in keys if label == lb] for lb in ("Thought", "Idea", "Experience")}
+        out: dict[tuple[str, str], dict] = {}
+        for r in self.store.read(_THOUGHT_DETAILS, ids=ids["Thought"], target=target):
+            out[("Thought", r["id"])] = {
+                "node": r["node"],
+                "evidence": r["evidence"],
+                "measured": r["measured"],
+            }
+        for r in self.store.read(_IDEA_DETAILS, ids=ids["Idea"]):
+            out[("Idea", r["id"])] = {"node": r["node"], "evidence": r["evidence"]}
+        for r in self.store.read(_EXPERIENCE_DETAILS, ids=ids["Experience"]):
+            out[("Experience", r["id"])] = {"node": r["node"], "evidence": r["evidence"]}
+        return out
+
+
+_THOUGHT_DETAILS = """
+UNWIND $ids AS id MATCH (t:Thought {id: id})
+OPTIONAL MATCH (t)-[:EVIDENCED_BY]->(c:Commit)
+WITH t, id, c ORDER BY size(c.perf_claims) DESC, c.authored_at DESC
+WITH t, id, collect(c {.sha, .repo, .title, .perf_claims, .isas})[..5] AS evidence
+OPTIONAL MATCH (t)-[e:EFFECT_ON]->(g:Target {key: $target})
+RETURN id, t {.id, .idea_id, .title, .description, .example_code, .technique, .isa, .operator,
+              .evidence_commits, .prior_speedup, .source} AS node, evidence,
+       CASE WHEN e IS NULL THEN null ELSE e {.trials, .successes, .sum_log_speedup, target: g.key} END AS measured
+"""
+_IDEA_DETAILS = """
+UNWIND $ids AS id MATCH (i:Idea {id: id})
+OPTIONAL MATCH (i)-[:HAS_THOUGHT]->(t:Thought)
+WITH i, id, t ORDER BY t.evidence_commits DESC
+RETURN id, i {.id, .title, .principle, .techniques, .source} AS node,
+       collect(t {.id, .title, .technique, .isa, .operator, .evidence_commits})[..8] AS evidence,
+       sum(t.evidence_commits) AS evidence_commits
+"""
+_EXPERIENCE_DETAILS = """
+UNWIND $ids AS id MATCH (x:Experience {id: id})
+OPTIONAL MATCH (x)-[:APPLIED]->(t:Thought)
+RETURN id, x {.id, .task_id, .target_key, .status, .speedup, .measurement, .summary, .feedback, .generator,
+              .run_id} AS node, collect(t {.id, .title, .technique}) AS evidence
+"""
+
+
+def _outcome_prior(label: str, d: dict[str, Any]) -> float:
+    """log-scale boost in [-1, 1]: measured effect on the target dominates mined evidence."""
+    node = d["node"]
+    if label == "Thought":
+        mined = 0.05 * math.log1p(node.get("evidence_commits") or 0) + 0.2 * math.log(
+            node.get("prior_speedup") or 1
+        )
+        m = d.get("measured")
+        if m and m.get("trials"):
+            n = m["trials"]
+            mean = (m.get("sum_log_speedup") or 0.0) / n
+            success = (m.get("successes") or 0) / n
+            w = n / (n + 3)  # shrink small samples toward the mined prior
+            return _clamp(w * (mean + 0.3 * (success - 0.5)) + (1 - w) * mined)
+        return _clamp(mined)
+    if label == "Experience":
+        s = node.get("speedup")
+        return _clamp(0.5 * math.log(s)) if node.get("status") == "ok" and s else -0.3
+    return _clamp(0.05 * math.log1p(sum(t.get("evidence_commits") or 0 for t in d["evidence"])))
+
+
+def _clamp(x: float) -> float:
+    return max(-1.0, min(1.0, x))
+
+
+def _lend(fused: dict, ranks: dict, key: tuple[str, str], score: float) -> None:
+    fused[key] = fused.get(key, 0.0) + 0.5 * score
+    ranks.setdefault(key, {}).setdefault("graph", 0)
+
+
+def _attr_prop(attr: str) -> str:
+    return "target_key" if attr == "target" else attr
+
+
+_WORD = re.compile(r"[A-Za-z0-9_]{2,}")
+
+
+def _lucene_terms(query: str) -> str:
+    """Plain words OR-ed together: user text never reaches Lucene's query syntax."""
+    return " OR ".join(dict.fromkeys(w.lower() for w in _WORD.findall(query)))

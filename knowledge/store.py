@@ -1,0 +1,324 @@
+"""The Neo4j store: idempotent batched upserts (UNWIND + MERGE), the reads the rest of EoK needs, migrations."""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, TypeVar
+
+import neo4j
+import numpy as np
+from neo4j import GraphDatabase, Query
+from neo4j.exceptions import AuthError, ClientError, Neo4jError, ServiceUnavailable, SessionExpired
+
+from core.errors import InvalidInput, Unavailable
+from core.settings import Settings
+from knowledge.migrations import load_migrations
+from knowledge.models import (
+    ALLOWED_RELATIONSHIPS,
+    NODE_TYPES,
+    SIMILAR_LABELS,
+    Node,
+    Relationship,
+    RelType,
+)
+
+log = logging.getLogger(__name__)
+N = TypeVar("N", bound=Node)
+EMBEDDED_LABELS = ("Idea", "Thought", "Task", "Experience")
+_RETRYABLE = (ServiceUnavailable, SessionExpired)
+
+
+def _unreachable(uri: str, err: Exception) -> Unavailable:
+    return Unavailable(
+        f"Neo4j is not reachable at {uri}: {type(err).__name__}",
+        "start the local server with `eok db start`, or set NEO4J_URI/NEO4J_USER/NEO4J_PASSWORD for another one",
+    )
+
+
+class GraphStore:
+    """All graph I/O goes through here; callers see typed records and plain dicts, never driver objects."""
+
+    def __init__(self, driver: neo4j.Driver, database: str, uri: str) -> None:
+        self._driver = driver
+        self.database = database
+        self.uri = uri
+
+    @classmethod
+    def connect(cls, settings: Settings, migrate: bool = True) -> GraphStore:
+        uri = settings.bolt_uri
+        auth = (settings.neo4j_user, settings.neo4j_password.get_secret_value())
+        try:
+            driver = GraphDatabase.driver(uri, auth=auth, connection_timeout=5.0, max_connection_pool_size=50)
+            driver.verify_connectivity()
+        except AuthError as e:
+            raise Unavailable(
+                f"Neo4j at {uri} refused the credentials of user {settings.neo4j_user!r}",
+                "set NEO4J_USER and NEO4J_PASSWORD",
+            ) from e
+        except (ServiceUnavailable, OSError, ValueError) as e:
+            raise _unreachable(uri, e) from e
+        store = cls(driver, settings.neo4j_database, uri)
+        if migrate:
+            store.migrate()
+        return store
+
+    def close(self) -> None:
+        self._driver.close()
+
+    def __enter__(self) -> GraphStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- raw access -----------------------------------------------------------------------------------
+
+    def _run(
+        self, cypher: str, params: dict[str, Any], write: bool, timeout: float | None = None
+    ) -> list[dict]:
+        def work(tx: neo4j.ManagedTransaction) -> list[dict]:
+            return [r.data() for r in tx.run(Query(cypher, timeout=timeout), params)]  # type: ignore[arg-type]
+
+        try:
+            with self._driver.session(database=self.database) as s:
+                return s.execute_write(work) if write else s.execute_read(work)
+        except _RETRYABLE as e:
+            raise _unreachable(self.uri, e) from e
+
+    def read(self, cypher: str, **params: Any) -> list[dict]:
+        return self._run(cypher, params, write=False)
+
+    def write(self, cypher: str, **params: Any) -> list[dict]:
+        return self._run(cypher, params, write=True)
+
+    def session(self, read_only: bool = False) -> neo4j.Session:
+        mode = neo4j.READ_ACCESS if read_only else neo4j.WRITE_ACCESS
+        return self._driver.session(database=self.database, default_access_mode=mode)
+
+    # -- schema ---------------------------------------------------------------------------------------
+
+    def migrate(self) -> list[int]:
+        """Apply the schema steps not yet recorded; return the versions applied now."""
+        done = {r["v"] for r in self.read("MATCH (m:Migration) RETURN m.version AS v")}
+        applied = []
+        for step in load_migrations():
+            if step.version in done:
+                continue
+            with self._driver.session(database=self.database) as s:
+                for stmt in step.statements:
+                    s.run(stmt).consume()  # schema commands need auto-commit transactions
+            self.write(
+                "MERGE (m:Migration {version: $v}) SET m.title = $t, m.applied_at = datetime()",
+                v=step.version,
+                t=step.title,
+            )
+            applied.append(step.version)
+        if applied:
+            log.info("applied schema migrations %s", applied)
+            self._await_indexes()
+        return applied
+
+    def _await_indexes(self, timeout_s: float = 120.0) -> None:
+        with self._driver.session(database=self.database) as s:
+            s.run(f"CALL db.awaitIndexes({int(timeout_s)})").consume()
+
+    def schema_version(self) -> int:
+        rows = self.read("MATCH (m:Migration) RETURN max(m.version) AS v")
+        return rows[0]["v"] or 0
+
+    # -- writes ---------------------------------------------------------------------------------------
+
+    def upsert_nodes(self, nodes: Sequence[Node], batch_size: int = 2000) -> int:
+        """MERGE nodes on their key and set their properties; embeddings already stored are kept."""
+        by_label: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        keys: dict[str, str] = {}
+        for node in nodes:
+            by_label[node.label].append(node.properties())
+            keys[node.label] = node.key_field
+        total = 0
+        for label, rows in by_label.items():
+            cypher = (
+                f"UNWIND $rows AS row MERGE (n:{label} {{{keys[label]}: row.{keys[label]}}}) SET n += row"
+            )
+            for batch in _batches(rows, batch_size):
+                self.write(cypher, rows=batch)
+                total += len(batch)
+        return total
+
+    def upsert_relationships(self, rels: Sequence[Relationship], batch_size: int = 2000) -> int:
+        groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+        for rel in rels:
+            _check_relationship(rel)
+            groups[(rel.type, rel.start_label, rel.end_label)].append(
+                {"s": rel.start_key, "e": rel.end_key, "p": rel.props}
+            )
+        total = 0
+        for (rtype, slabel, elabel), rows in groups.items():
+            skey, ekey = NODE_TYPES[slabel].key_field, NODE_TYPES[elabel].key_field
+            cypher = (
+                f"UNWIND $rows AS row MATCH (a:{slabel} {{{skey}: row.s}}) MATCH (b:{elabel} {{{ekey}: row.e}}) "
+                f"MERGE (a)-[r:{rtype}]->(b) SET r += row.p RETURN count(r) AS n"
+            )
+            for batch in _batches(rows, batch_size):
+                total += self.write(cypher, rows=batch)[0]["n"]
+        return total
+
+    def set_embeddings(
+        self, label: str, keys: Sequence[str], vectors: np.ndarray, model: str, hashes: Sequence[str]
+    ) -> int:
+        """Store embeddings on nodes (the FAISS index is a cache rebuilt from these).
+
+        Each write stamps the nodes with a new generation number, so an index knows what changed since it
+        was built and can catch up incrementally.
+        """
+        if label not in EMBEDDED_LABELS:
+            raise InvalidInput(f"label {label!r} is not embedded", f"use one of {EMBEDDED_LABELS}")
+        gen = self.bump_embedding_generation()
+        key = NODE_TYPES[label].key_field
+        dim = int(vectors.shape[1]) if len(vectors) else 0
+        rows = [
+            {"k": k, "v": vec, "h": h}
+            for k, vec, h in zip(keys, vectors.astype(np.float32).tolist(), hashes, strict=True)
+        ]
+        cypher = (
+            f"UNWIND $rows AS row MATCH (n:{label} {{{key}: row.k}}) "
+            "SET n.embedding = row.v, n.embedding_hash = row.h, n.embedding_model = $model, "
+            "n.embedding_dim = $dim, n.embedding_gen = $gen"
+        )
+        for batch in _batches(rows, 2000):
+            self.write(cypher, rows=batch, model=model, dim=dim, gen=gen)
+        return gen
+
+    def bump_embedding_generation(self) -> int:
+        rows = self.write(
+            "MERGE (s:IndexState {name: 'embeddings'}) "
+            "SET s.generation = coalesce(s.generation, 0) + 1 RETURN s.generation AS g"
+        )
+        return rows[0]["g"]
+
+    # -- reads ----------------------------------------------------------------------------------------
+
+    def embedding_generation(self) -> int:
+        rows = self.read("MATCH (s:IndexState {name: 'embeddings'}) RETURN s.generation AS g")
+        return rows[0]["g"] if rows else 0
+
+    def embedding_hashes(self, label: str, keys: Iterable[str], model: str) -> dict[str, str]:
+        key = NODE_TYPES[label].key_field
+        rows = self.read(
+            f"UNWIND $keys AS k MATCH (n:{label} {{{key}: k}}) WHERE n.embedding_model = $model "
+            "RETURN k, n.embedding_hash AS h",
+            keys=list(keys),
+            model=model,
+        )
+        return {r["k"]: r["h"] for r in rows}
+
+    def embedded_count(self, model: str) -> int:
+        rows = self.read(
+            "MATCH (n) WHERE n.embedding_model = $model AND any(l IN labels(n) WHERE l IN $labels) "
+            "RETURN count(n) AS n",
+            model=model,
+            labels=list(EMBEDDED_LABELS),
+        )
+        return rows[0]["n"]
+
+    def iter_embeddings(
+        self, model: str, since_generation: int = 0, page: int = 5000
+    ) -> Iterator[list[dict[str, Any]]]:
+        """Pages of {label, key, vector, attrs} for nodes embedded with `model` after `since_generation`.
+
+        attrs carry the filterable properties (isa, operator, technique, target) so filtered vector search
+        can run on the index alone.
+        """
+        for label in EMBEDDED_LABELS:
+            key = NODE_TYPES[label].key_field
+            last = ""
+            while True:
+                rows = self.read(
+                    f"MATCH (n:{label}) WHERE n.embedding_model = $model AND n.embedding_gen > $gen "
+                    f"AND n.{key} > $last RETURN n.{key} AS k, n.embedding AS v, "
+                    "n.isa AS isa, n.operator AS operator, n.technique AS technique, "
+                    f"n.target_key AS target ORDER BY n.{key} LIMIT $page",
+                    model=model,
+                    gen=since_generation,
+                    last=last,
+                    page=page,
+                )
+                if rows:
+                    for r in rows:
+                        r["label"] = label
+                    yield rows
+                    last = rows[-1]["k"]
+                if len(rows) < page:
+                    break
+
+    def get_node(self, model: type[N], key: str) -> N | None:
+        rows = self.read(
+            f"MATCH (n:{model.label} {{{model.key_field}: $k}}) RETURN properties(n) AS p", k=key
+        )
+        return model.model_validate(_strip_internal(rows[0]["p"])) if rows else None
+
+    def get_nodes(self, model: type[N], keys: Iterable[str]) -> dict[str, N]:
+        rows = self.read(
+            f"UNWIND $keys AS k MATCH (n:{model.label} {{{model.key_field}: k}}) RETURN k, properties(n) AS p",
+            keys=list(keys),
+        )
+        return {r["k"]: model.model_validate(_strip_internal(r["p"])) for r in rows}
+
+    def existing_keys(self, label: str, keys: Iterable[str]) -> set[str]:
+        key = NODE_TYPES[label].key_field
+        rows = self.read(f"UNWIND $keys AS k MATCH (n:{label} {{{key}: k}}) RETURN k", keys=list(keys))
+        return {r["k"] for r in rows}
+
+    def stats(self) -> dict[str, Any]:
+        comp = self.read("CALL dbms.components() YIELD name, versions, edition RETURN * LIMIT 1")[0]
+        labels = self.read(
+            "CALL db.labels() YIELD label CALL { WITH label MATCH (n) WHERE label IN labels(n) "
+            "RETURN count(n) AS n } RETURN label, n ORDER BY label"
+        )
+        rels = self.read(
+            "CALL db.relationshipTypes() YIELD relationshipType AS t CALL { WITH t MATCH ()-[r]->() "
+            "WHERE type(r) = t RETURN count(r) AS n } RETURN t, n ORDER BY t"
+        )
+        return {
+            "uri": self.uri,
+            "version": comp["versions"][0],
+            "edition": comp["edition"],
+            "schema_version": self.schema_version(),
+            "labels": {r["label"]: r["n"] for r in labels if r["n"]},
+            "relationships": {r["t"]: r["n"] for r in rels if r["n"]},
+        }
+
+
+def _batches(rows: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(rows), size):
+        yield rows[i : i + size]
+
+
+def _strip_internal(props: dict[str, Any]) -> dict[str, Any]:
+    """Drop storage-only properties (embeddings) and convert driver temporal types for pydantic."""
+    out = {}
+    for k, v in props.items():
+        if k.startswith("embedding"):
+            continue
+        out[k] = v.to_native() if hasattr(v, "to_native") else v
+    return out
+
+
+def _check_relationship(rel: Relationship) -> None:
+    rtype = RelType(rel.type)
+    if rtype == RelType.SIMILAR_TO:
+        if rel.start_label != rel.end_label or rel.start_label not in SIMILAR_LABELS:
+            raise InvalidInput(
+                f"SIMILAR_TO joins two Targets or two Tasks, not {rel.start_label}->{rel.end_label}"
+            )
+        return
+    expected = ALLOWED_RELATIONSHIPS[rtype]
+    if (rel.start_label, rel.end_label) != expected:
+        raise InvalidInput(
+            f"relationship {rtype}: expected {expected[0]}->{expected[1]}, got {rel.start_label}->{rel.end_label}"
+        )
+
+
+__all__ = ["ClientError", "GraphStore", "Neo4jError"]
