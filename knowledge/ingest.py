@@ -59,8 +59,6 @@ class Ingestor:
                 vectors = np.stack([precomputed[k] for k in todo]).astype(np.float32)
             else:
                 vectors = self.embedder.embed([texts[k] for k in todo])
-            self.store.set_embeddings(
-                label, todo, vectors, self.embedder.model_name, [hashes[k] for k in todo]
-            )
+            self.store.set_embeddings(label, todo, vectors, self.embedder.model_name, [hashes[k] for k in todo])
             total += len(todo)
         return total

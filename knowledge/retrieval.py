@@ -139,9 +139,7 @@ class Retriever:
 
     # -- details and prior -----------------------------------------------------------------------------
 
-    def _finish(
-        self, fused: dict[tuple[str, str], float], ranks: dict, f: SearchFilters, k: int
-    ) -> list[SearchHit]:
+    def _finish(self, fused: dict[tuple[str, str], float], ranks: dict, f: SearchFilters, k: int) -> list[SearchHit]:
         # Apply the prior to a generous head only: details cost a query, the tail never wins.
         head = sorted(fused, key=fused.__getitem__, reverse=True)[: max(3 * k, 30)]
         details = self._details(head, f.target)
@@ -213,9 +211,7 @@ def _outcome_prior(label: str, d: dict[str, Any]) -> float:
     """log-scale boost in [-1, 1]: measured effect on the target dominates mined evidence."""
     node = d["node"]
     if label == "Thought":
-        mined = 0.05 * math.log1p(node.get("evidence_commits") or 0) + 0.2 * math.log(
-            node.get("prior_speedup") or 1
-        )
+        mined = 0.05 * math.log1p(node.get("evidence_commits") or 0) + 0.2 * math.log(node.get("prior_speedup") or 1)
         m = d.get("measured")
         if m and m.get("trials"):
             n = m["trials"]

@@ -114,9 +114,7 @@ class VectorIndex:
         # Replaced vectors: rewrite in place (flat index storage is a plain float array).
         new_rows, new_idx = [], []
         flat = (
-            faiss.rev_swig_ptr(self._index.get_xb(), self.size * self.dim).reshape(-1, self.dim)
-            if self.size
-            else None
+            faiss.rev_swig_ptr(self._index.get_xb(), self.size * self.dim).reshape(-1, self.dim) if self.size else None
         )
         for i, (label, key) in enumerate(zip(e.labels, e.keys, strict=True)):
             pos = self._pos.get((label, key))
@@ -130,9 +128,7 @@ class VectorIndex:
         if new_rows:
             start = self.size
             self._index.add(np.stack(new_rows))
-            self._labels = np.concatenate(
-                [self._labels, np.array([e.labels[i] for i in new_idx], dtype=object)]
-            )
+            self._labels = np.concatenate([self._labels, np.array([e.labels[i] for i in new_idx], dtype=object)])
             self._keys = np.concatenate([self._keys, np.array([e.keys[i] for i in new_idx], dtype=object)])
             for a in ATTRS:
                 self._attrs[a] = np.concatenate(
