@@ -1,0 +1,91 @@
+"""`eok db start|stop|status`: the local Neo4j (or, with NEO4J_URI, a check of the server named there)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from core.settings import Settings, get_settings
+from knowledge import local_neo4j
+from service.cli.app import JsonOpt, app, console, print_json
+
+db_app = typer.Typer(help="Start, stop and inspect the Neo4j that holds the experience graph.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+
+def _where(settings: Settings) -> dict[str, Any]:
+    local = settings.uses_local_neo4j
+    return {
+        "uri": settings.bolt_uri,
+        "managed": "local" if local else "remote",
+        "pid": local_neo4j.pid(settings),
+        "data_dir": str(local_neo4j.data_dir(settings)) if local else None,
+    }
+
+
+@db_app.command()
+def start(json_out: bool = JsonOpt) -> None:
+    """Start the local Neo4j (building it on first use) and print its Bolt URI; no-op if it runs."""
+    settings = get_settings()
+    began = time.monotonic()
+    uri = local_neo4j.start(settings)
+    info = {**_where(settings), "uri": uri, "seconds": round(time.monotonic() - began, 2)}
+    if json_out:
+        print_json(info)
+        return
+    console.print(uri, highlight=False)
+
+
+@db_app.command()
+def stop(json_out: bool = JsonOpt) -> None:
+    """Stop the local Neo4j cleanly (SIGTERM; it checkpoints before exiting)."""
+    settings = get_settings()
+    was_running = local_neo4j.stop(settings)
+    clean = local_neo4j.stopped_cleanly(settings) if was_running else None
+    if json_out:
+        print_json({"uri": settings.bolt_uri, "stopped": was_running, "clean": clean})
+        return
+    if not was_running:
+        console.print(f"the local Neo4j ({settings.bolt_uri}) was not running", highlight=False)
+    elif clean:
+        console.print(f"stopped the local Neo4j ({settings.bolt_uri})", highlight=False)
+    else:
+        console.print(
+            f"[yellow]stopped the local Neo4j ({settings.bolt_uri}), but it had to be killed; "
+            "it recovers on the next start[/]",
+            highlight=False,
+        )
+
+
+@db_app.command()
+def status(json_out: bool = JsonOpt) -> None:
+    """Server version and edition, node counts per label, relationship counts per type."""
+    from knowledge.store import GraphStore  # the driver import is only paid by commands that need it
+
+    settings = get_settings()
+    with GraphStore.connect(settings, migrate=False) as store:  # Unavailable names the URI and the fix
+        stats = store.stats()
+    info = {**_where(settings), **stats}
+    if json_out:
+        print_json(info)
+        return
+    _print_status(info)
+
+
+def _print_status(info: dict[str, Any]) -> None:
+    where = f"pid {info['pid']}, data {info['data_dir']}" if info["managed"] == "local" else "not managed by eok"
+    console.print(
+        f"Neo4j {info['version']} {info['edition']} at {info['uri']} ({where})", highlight=False, soft_wrap=True
+    )
+    for title, counts in (("label", info["labels"]), ("relationship type", info["relationships"])):
+        table = Table(title=None, show_edge=False, pad_edge=False)
+        table.add_column(title)
+        table.add_column("count", justify="right")
+        for name, n in sorted(counts.items()):
+            table.add_row(name, f"{n:,}")
+        if not counts:
+            table.add_row("(none)", "0")
+        console.print(table)

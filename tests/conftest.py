@@ -1,0 +1,115 @@
+"""Shared pytest fixtures. Each owner keeps their fixtures in their own delimited section."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from core.settings import Settings
+
+if TYPE_CHECKING:
+    from knowledge.store import GraphStore
+
+# ======================================================================================================
+# Neo4j (owner: local Neo4j / `eok db`). A real server for the whole session, never a mock.
+#
+#   neo4j_settings  session: Settings pointing at a running Neo4j. By default the local one, started here
+#                   on port EOK_TEST_NEO4J_PORT (default 7688; a free port if 7688 is taken and the
+#                   variable is unset) with its data in a temp dir, and stopped at the end. With
+#                   EOK_TEST_NEO4J_URI or NEO4J_URI set, that server is used instead (and the `store`
+#                   fixture WIPES its data: point it at a scratch database only).
+#   store           function: a GraphStore on an emptied database (schema and migration records kept).
+#
+# If Neo4j cannot start, every test using these fixtures errors with the reason; nothing is skipped.
+# ======================================================================================================
+
+DEFAULT_TEST_NEO4J_PORT = 7688
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def free_port() -> int:
+    """A port nothing listens on now (the OS picks it), for a server started right after."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _test_neo4j_port() -> int:
+    explicit = os.environ.get("EOK_TEST_NEO4J_PORT")
+    if explicit:
+        return int(explicit)  # asked for: used as is, and start fails loudly if it is taken
+    # Several people may run the suite at once on one machine: never share (and wipe) another's server.
+    return DEFAULT_TEST_NEO4J_PORT if _port_is_free(DEFAULT_TEST_NEO4J_PORT) else free_port()
+
+
+def local_test_settings(root: Path, port: int) -> Settings:
+    """Settings for a private local Neo4j under `root` (also used by tests that start their own)."""
+    return Settings(
+        home=root / "home",
+        local_neo4j_port=port,
+        local_neo4j_data=root / "neo4j",
+        NEO4J_URI=None,  # a NEO4J_URI in the environment must not redirect a private server
+    )
+
+
+@pytest.fixture(scope="session")
+def neo4j_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
+    from knowledge import local_neo4j
+
+    root = tmp_path_factory.mktemp("neo4j-session")
+    remote = os.environ.get("EOK_TEST_NEO4J_URI") or os.environ.get("NEO4J_URI")
+    if remote:
+        settings = Settings(home=root / "home", NEO4J_URI=remote)
+        local_neo4j.start(settings)  # only checks that it answers; raises Unavailable naming it if not
+        yield settings
+        return
+    settings = local_test_settings(root, _test_neo4j_port())
+    # watch_pid: if this session dies without teardown, the server stops itself instead of lingering.
+    local_neo4j.start(settings, watch_pid=os.getpid())
+    try:
+        yield settings
+    finally:
+        local_neo4j.stop(settings)
+
+
+@pytest.fixture(scope="session")
+def _session_store(neo4j_settings: Settings) -> Iterator[GraphStore]:
+    from knowledge.store import GraphStore
+
+    store = GraphStore.connect(neo4j_settings)  # applies the schema migrations once per session
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def store(_session_store: GraphStore) -> GraphStore:
+    """The session's GraphStore with every node except the migration records deleted first."""
+    with _session_store.session() as s:
+        # Batched, in auto-commit transactions, so a large graph left by a previous test fits in memory.
+        s.run("MATCH (n) WHERE NOT n:Migration CALL { WITH n DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
+    return _session_store
+
+
+# A conftest can hold only one function per hook name: extend this one rather than defining another.
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Tests that use the real Neo4j get the `neo4j` marker, so `-m "not neo4j"` selects the rest.
+    for item in items:
+        if "neo4j_settings" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.neo4j)
+
+
+# ======================================================================================================
+# end of the Neo4j section
+# ======================================================================================================
