@@ -1,0 +1,6 @@
+/* saxpy: y = a*x + y, one element at a time. */
+void saxpy(int n, float a, const float *x, float *y) {
+    for (int i = 0; i < n; i++) {
+        y[i] = a * x[i] + y[i];
+    }
+}
