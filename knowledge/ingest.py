@@ -10,7 +10,7 @@ import numpy as np
 
 from knowledge.embeddings import Embedder
 from knowledge.models import Node, Relationship
-from knowledge.store import EMBEDDED_LABELS, GraphStore
+from knowledge.store import EMBEDDED_LABELS, GraphStore, embedding_properties
 
 
 @dataclass
@@ -32,33 +32,39 @@ class Ingestor:
         rels: Sequence[Relationship] = (),
         precomputed: dict[str, np.ndarray] | None = None,
     ) -> IngestReport:
-        """Idempotent: the same batch twice leaves the graph as once. `precomputed` maps node key -> vector."""
-        report = IngestReport()
-        report.nodes = self.store.upsert_nodes(nodes)
+        """Idempotent: the same batch twice leaves the graph as once.
+
+        Embeddings of new or changed text are written in the same pass as the node (`precomputed` maps a
+        node key to its vector, e.g. from a benchmark or another model run).
+        """
+        extra = self._embeddings(nodes, precomputed or {})
+        report = IngestReport(embedded=len(extra))
+        report.nodes = self.store.upsert_nodes(nodes, extra=extra)
         report.relationships = self.store.upsert_relationships(rels) if rels else 0
         for node in nodes:
             report.by_label[node.label] = report.by_label.get(node.label, 0) + 1
-        report.embedded = self._embed(nodes, precomputed or {})
         return report
 
-    def _embed(self, nodes: Sequence[Node], precomputed: dict[str, np.ndarray]) -> int:
-        by_label: dict[str, dict[str, str]] = defaultdict(dict)
+    def _embeddings(self, nodes: Sequence[Node], precomputed: dict[str, np.ndarray]) -> dict[str, dict]:
+        """Embedding properties for the nodes whose text is new or changed since it was last embedded."""
+        texts: dict[str, dict[str, str]] = defaultdict(dict)
         for node in nodes:
             text = node.embedding_text()
             if node.label in EMBEDDED_LABELS and text:
-                by_label[node.label][node.key_value()] = text
-        total = 0
-        for label, texts in by_label.items():
-            keys = list(texts)
-            hashes = dict(zip(keys, self.embedder.hashes([texts[k] for k in keys]), strict=True))
+                texts[node.label][node.key_value()] = text
+        todo: dict[str, tuple[str, str]] = {}  # key -> (text, hash)
+        for label, by_key in texts.items():
+            keys = list(by_key)
+            hashes = dict(zip(keys, self.embedder.hashes([by_key[k] for k in keys]), strict=True))
             stored = self.store.embedding_hashes(label, keys, self.embedder.model_name)
-            todo = [k for k in keys if stored.get(k) != hashes[k]]
-            if not todo:
-                continue
-            if all(k in precomputed for k in todo):
-                vectors = np.stack([precomputed[k] for k in todo]).astype(np.float32)
-            else:
-                vectors = self.embedder.embed([texts[k] for k in todo])
-            self.store.set_embeddings(label, todo, vectors, self.embedder.model_name, [hashes[k] for k in todo])
-            total += len(todo)
-        return total
+            todo.update({k: (by_key[k], hashes[k]) for k in keys if stored.get(k) != hashes[k]})
+        if not todo:
+            return {}
+        missing = [k for k in todo if k not in precomputed]
+        fresh = dict(zip(missing, self.embedder.embed([todo[k][0] for k in missing]), strict=True))
+        gen = self.store.bump_embedding_generation()
+        model = self.embedder.model_name
+        return {
+            k: embedding_properties(precomputed[k] if k in precomputed else fresh[k], h, model, gen)
+            for k, (_, h) in todo.items()
+        }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -18,7 +19,7 @@ Kind = Literal["thought", "idea", "experience"]
 KIND_LABEL: dict[str, str] = {"thought": "Thought", "idea": "Idea", "experience": "Experience"}
 LABEL_KIND = {v: k for k, v in KIND_LABEL.items()}
 RRF_K = 60  # the usual reciprocal-rank constant: flattens the head so no single ranker dominates
-FULLTEXT_INDEX = {"Thought": "knowledge_text", "Idea": "knowledge_text", "Experience": "experience_text"}
+Read = Callable[..., list[dict[str, Any]]]  # q(cypher, **params) inside one read transaction
 
 
 class SearchFilters(BaseModel):
@@ -76,40 +77,64 @@ class Retriever:
         kinds = [f.kind] if f.kind else ["thought", "idea", "experience"]
         labels = [KIND_LABEL[kd] for kd in kinds if not f.excludes(KIND_LABEL[kd])]
         pool = max(4 * k, 40)
-        ranks: dict[tuple[str, str], dict[str, int]] = {}
         self.index.ensure_fresh()
         qvec = self.embedder.embed([query])[0]
+        ranks: dict[tuple[str, str], dict[str, int]] = {}
         for label in labels:
-            where = f.attribute_filters(label)
-            for r, hit in enumerate(self.index.search(qvec, pool, {label}, where)):
+            for r, hit in enumerate(self.index.search(qvec, pool, {label}, f.attribute_filters(label))):
                 ranks.setdefault((label, hit.key), {})["vector"] = r
-            for r, key in enumerate(self._fulltext(label, query, pool, where)):
-                ranks.setdefault((label, key), {})["fulltext"] = r
-        fused = {key: sum(1.0 / (RRF_K + 1 + r) for r in src.values()) for key, src in ranks.items()}
-        self._expand(fused, ranks, f, set(labels) | ({"Idea"} if "idea" in kinds else set()))
-        return self._finish(fused, ranks, f, k)
+
+        def graph_side(q: Read) -> list[SearchHit]:
+            for label, keys in self._fulltext(q, query, pool, f, labels).items():
+                for r, key in enumerate(keys):
+                    ranks.setdefault((label, key), {})["fulltext"] = r
+            fused = {key: sum(1.0 / (RRF_K + 1 + r) for r in src.values()) for key, src in ranks.items()}
+            self._expand(q, fused, ranks, f, set(labels) | ({"Idea"} if "idea" in kinds else set()))
+            return self._finish(q, fused, ranks, f, k)
+
+        return self.store.read_many(graph_side)
 
     # -- rankers -----------------------------------------------------------------------------------------
 
-    def _fulltext(self, label: str, query: str, limit: int, where: dict[str, str]) -> list[str]:
+    def _fulltext(self, q: Read, query: str, limit: int, f: SearchFilters, labels: list[str]) -> dict[str, list[str]]:
         terms = _lucene_terms(query)
+        out: dict[str, list[str]] = {}
         if not terms:
-            return []
-        key = "id"
-        conds = [f"node:{label}"] + [f"node.{_attr_prop(a)} = ${a}" for a in where]
-        rows = self.store.read(
-            f"CALL db.index.fulltext.queryNodes($index, $q, {{limit: $scan}}) YIELD node, score "
-            f"WHERE {' AND '.join(conds)} RETURN node.{key} AS k LIMIT $limit",
-            index=FULLTEXT_INDEX[label],
-            q=terms,
-            scan=limit * 5,
-            limit=limit,
-            **where,
-        )
-        return [r["k"] for r in rows]
+            return out
+        knowledge = [lb for lb in labels if lb in ("Thought", "Idea")]
+        if knowledge:
+            where = f.attribute_filters("Thought")
+            thought_ok = " AND ".join(["node:Thought"] + [f"node.{_attr_prop(a)} = ${a}" for a in where])
+            rows = q(
+                "CALL db.index.fulltext.queryNodes('knowledge_text', $q, {limit: $scan}) YIELD node "
+                f"WITH node WHERE ({thought_ok} AND $thoughts) OR (node:Idea AND $ideas) "
+                "RETURN CASE WHEN node:Thought THEN 'Thought' ELSE 'Idea' END AS label, node.id AS k",
+                q=terms,
+                scan=limit * 5,
+                thoughts="Thought" in knowledge,
+                ideas="Idea" in knowledge,
+                **where,
+            )
+            for r in rows:
+                if len(out.setdefault(r["label"], [])) < limit:
+                    out[r["label"]].append(r["k"])
+        if "Experience" in labels:
+            where = f.attribute_filters("Experience")
+            cond = "".join(f" AND node.{_attr_prop(a)} = ${a}" for a in where)
+            rows = q(
+                "CALL db.index.fulltext.queryNodes('experience_text', $q, {limit: $scan}) YIELD node "
+                f"WITH node WHERE true{cond} RETURN node.id AS k LIMIT $limit",
+                q=terms,
+                scan=limit * 5,
+                limit=limit,
+                **where,
+            )
+            out["Experience"] = [r["k"] for r in rows]
+        return out
 
     def _expand(
         self,
+        q: Read,
         fused: dict[tuple[str, str], float],
         ranks: dict[tuple[str, str], dict[str, int]],
         f: SearchFilters,
@@ -122,7 +147,7 @@ class Retriever:
             return
         where = f.attribute_filters("Thought")
         cond = "".join(f" AND t.{_attr_prop(a)} = ${a}" for a in where)
-        rows = self.store.read(
+        rows = q(
             "MATCH (i:Idea)-[:HAS_THOUGHT]->(t:Thought) WHERE (t.id IN $tids OR i.id IN $iids)"
             + cond
             + " RETURN i.id AS idea, t.id AS thought",
@@ -139,10 +164,12 @@ class Retriever:
 
     # -- details and prior -----------------------------------------------------------------------------
 
-    def _finish(self, fused: dict[tuple[str, str], float], ranks: dict, f: SearchFilters, k: int) -> list[SearchHit]:
+    def _finish(
+        self, q: Read, fused: dict[tuple[str, str], float], ranks: dict, f: SearchFilters, k: int
+    ) -> list[SearchHit]:
         # Apply the prior to a generous head only: details cost a query, the tail never wins.
         head = sorted(fused, key=fused.__getitem__, reverse=True)[: max(3 * k, 30)]
-        details = self._details(head, f.target)
+        details = self._details(q, head, f.target)
         hits = []
         for key in head:
             d = details.get(key)
@@ -165,19 +192,18 @@ class Retriever:
         hits.sort(key=lambda h: h.score, reverse=True)
         return hits[:k]
 
-    def _details(self, keys: list[tuple[str, str]], target: str | None) -> dict[tuple[str, str], dict]:
+    def _details(self, q: Read, keys: list[tuple[str, str]], target: str | None) -> dict[tuple[str, str], dict]:
         ids = {lb: [k for (label, k) in keys if label == lb] for lb in ("Thought", "Idea", "Experience")}
         out: dict[tuple[str, str], dict] = {}
-        for r in self.store.read(_THOUGHT_DETAILS, ids=ids["Thought"], target=target):
-            out[("Thought", r["id"])] = {
-                "node": r["node"],
-                "evidence": r["evidence"],
-                "measured": r["measured"],
-            }
-        for r in self.store.read(_IDEA_DETAILS, ids=ids["Idea"]):
-            out[("Idea", r["id"])] = {"node": r["node"], "evidence": r["evidence"]}
-        for r in self.store.read(_EXPERIENCE_DETAILS, ids=ids["Experience"]):
-            out[("Experience", r["id"])] = {"node": r["node"], "evidence": r["evidence"]}
+        if ids["Thought"]:
+            for r in q(_THOUGHT_DETAILS, ids=ids["Thought"], target=target):
+                out[("Thought", r["id"])] = {"node": r["node"], "evidence": r["evidence"], "measured": r["measured"]}
+        if ids["Idea"]:
+            for r in q(_IDEA_DETAILS, ids=ids["Idea"]):
+                out[("Idea", r["id"])] = {"node": r["node"], "evidence": r["evidence"]}
+        if ids["Experience"]:
+            for r in q(_EXPERIENCE_DETAILS, ids=ids["Experience"]):
+                out[("Experience", r["id"])] = {"node": r["node"], "evidence": r["evidence"]}
         return out
 
 

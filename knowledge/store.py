@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import neo4j
@@ -26,6 +26,7 @@ from knowledge.models import (
 
 log = logging.getLogger(__name__)
 N = TypeVar("N", bound=Node)
+T = TypeVar("T")
 EMBEDDED_LABELS = ("Idea", "Thought", "Task", "Experience")
 _RETRYABLE = (ServiceUnavailable, SessionExpired)
 
@@ -98,6 +99,21 @@ class GraphStore:
     def write(self, cypher: str, **params: Any) -> list[dict]:
         return self._run(cypher, params, write=True)
 
+    def read_many(self, work: Callable[[Callable[..., list[dict]]], T]) -> T:
+        """Run several dependent reads in ONE transaction: `work(q)` calls `q(cypher, **params)`.
+
+        Saves the begin/commit round trips of separate transactions on latency-sensitive paths.
+        """
+
+        def tx_work(tx: neo4j.ManagedTransaction) -> T:
+            return work(lambda cypher, **params: [r.data() for r in tx.run(cypher, params)])
+
+        try:
+            with self._driver.session(database=self.database) as s:
+                return s.execute_read(tx_work)
+        except _RETRYABLE as e:
+            raise _unreachable(self.uri, e) from e
+
     def session(self, read_only: bool = False) -> neo4j.Session:
         mode = neo4j.READ_ACCESS if read_only else neo4j.WRITE_ACCESS
         return self._driver.session(database=self.database, default_access_mode=mode)
@@ -135,12 +151,20 @@ class GraphStore:
 
     # -- writes ---------------------------------------------------------------------------------------
 
-    def upsert_nodes(self, nodes: Sequence[Node], batch_size: int = 2000) -> int:
-        """MERGE nodes on their key and set their properties; embeddings already stored are kept."""
+    def upsert_nodes(
+        self, nodes: Sequence[Node], batch_size: int = 2000, extra: dict[str, dict[str, Any]] | None = None
+    ) -> int:
+        """MERGE nodes on their key and set their properties; embeddings already stored are kept.
+
+        `extra` maps a node key to storage-only properties written in the same pass (the embedding).
+        """
         by_label: dict[str, list[dict[str, Any]]] = defaultdict(list)
         keys: dict[str, str] = {}
         for node in nodes:
-            by_label[node.label].append(node.properties())
+            row = node.properties()
+            if extra and (more := extra.get(node.key_value())):
+                row.update(more)
+            by_label[node.label].append(row)
             keys[node.label] = node.key_field
         total = 0
         for label, rows in by_label.items():
@@ -171,27 +195,18 @@ class GraphStore:
     def set_embeddings(
         self, label: str, keys: Sequence[str], vectors: np.ndarray, model: str, hashes: Sequence[str]
     ) -> int:
-        """Store embeddings on nodes (the FAISS index is a cache rebuilt from these).
-
-        Each write stamps the nodes with a new generation number, so an index knows what changed since it
-        was built and can catch up incrementally.
-        """
+        """Store embeddings on existing nodes (the FAISS index is a cache rebuilt from these)."""
         if label not in EMBEDDED_LABELS:
             raise InvalidInput(f"label {label!r} is not embedded", f"use one of {EMBEDDED_LABELS}")
         gen = self.bump_embedding_generation()
         key = NODE_TYPES[label].key_field
-        dim = int(vectors.shape[1]) if len(vectors) else 0
         rows = [
-            {"k": k, "v": vec, "h": h}
-            for k, vec, h in zip(keys, vectors.astype(np.float32).tolist(), hashes, strict=True)
+            {"k": k, "p": embedding_properties(vec, h, model, gen)}
+            for k, vec, h in zip(keys, vectors, hashes, strict=True)
         ]
-        cypher = (
-            f"UNWIND $rows AS row MATCH (n:{label} {{{key}: row.k}}) "
-            "SET n.embedding = row.v, n.embedding_hash = row.h, n.embedding_model = $model, "
-            "n.embedding_dim = $dim, n.embedding_gen = $gen"
-        )
+        cypher = f"UNWIND $rows AS row MATCH (n:{label} {{{key}: row.k}}) SET n += row.p"
         for batch in _batches(rows, 2000):
-            self.write(cypher, rows=batch, model=model, dim=dim, gen=gen)
+            self.write(cypher, rows=batch)
         return gen
 
     def bump_embedding_generation(self) -> int:
@@ -291,6 +306,21 @@ class GraphStore:
             "labels": {k: v for k, v in sorted(labels.items()) if v},
             "relationships": {k: v for k, v in sorted(rels.items()) if v},
         }
+
+
+def embedding_properties(vector: np.ndarray, text_hash: str, model: str, generation: int) -> dict[str, Any]:
+    """The storage-only properties that carry a node's embedding.
+
+    Each write stamps the node with the generation it was written in, so an index knows what changed
+    since it was built and can catch up incrementally.
+    """
+    return {
+        "embedding": np.asarray(vector, dtype=np.float32).tolist(),
+        "embedding_hash": text_hash,
+        "embedding_model": model,
+        "embedding_dim": len(vector),
+        "embedding_gen": generation,
+    }
 
 
 def _batches(rows: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
