@@ -1,0 +1,722 @@
+"""Is a commit an optimization? Which ISA, operator and techniques? Scored from message, paths and diff.
+
+Every signal adds or removes a fixed weight and leaves a reason, so a score can always be explained.
+The weights express general facts about commit histories, not any one repository:
+- maintainers say why a change is made (optimize, faster, speed up, a measured factor);
+- fixes, reverts and build/doc/test changes are not optimizations even when they touch kernels;
+- a kernel path or a diff that adds SIMD intrinsics makes a performance purpose likely.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from knowledge.taxonomy import Isa, Operator, Technique
+from miners.gitwalk import FileChange, RawCommit
+from miners.profiles import ARCH_DIR_ISA, GPU_RE, LibraryProfile, file_kind, suffix
+
+THRESHOLD = 2.0
+
+# ---------------------------------------------------------------------------------------------------------
+# Performance claims
+
+
+_NUM = r"(\d+(?:\.\d+)?)"
+_CLAIM_FACTOR = re.compile(
+    rf"(?<![\w.]){_NUM}\s*(?:x|×|times)(?![\w])\s*(?:faster|speed-?up|improvement|better|"
+    rf"higher|more|perf|performance|throughput)?",
+    re.I,
+)
+_CLAIM_FACTOR_CTX = re.compile(
+    r"faster|speed|perf|improv|gain|boost|throughput|gflops|better|up to|"
+    r"accelerat|optimi",
+    re.I,
+)
+_CLAIM_PERCENT = re.compile(
+    rf"(?<![\w.]){_NUM}\s*%\s*(faster|speed-?up|improvement|better|gain|increase|"
+    rf"more throughput|higher|performance|perf|boost|less time|reduction|fewer cycles|"
+    rf"slower)",
+    re.I,
+)
+_CLAIM_PERCENT_PRE = re.compile(
+    rf"(?:speed-?up|improv\w*|faster|gain|boost|performance)\s+(?:of|by)?\s*"
+    rf"(?:about|around|~|up to)?\s*\+?{_NUM}\s*%",
+    re.I,
+)
+_CLAIM_FROM_TO = re.compile(
+    rf"from\s+{_NUM}\s*(?:gflops|gb/s|t/s|tok/s|tokens/s|ms|us|µs|s|ns|cycles)?\s+to\s+"
+    rf"{_NUM}\s*(gflops|gb/s|t/s|tok/s|tokens/s|ms|us|µs|s|ns|cycles)",
+    re.I,
+)
+_TIME_UNITS = {"ms", "us", "µs", "s", "ns", "cycles"}
+
+
+def parse_perf_claims(text: str) -> list[float]:
+    """Speedup factors claimed in a message: "1.8x" -> 1.8, "35% faster" -> 1.35, "from 10 to 14 GFLOPS" -> 1.4.
+
+    Time-like units invert (from 10 ms to 5 ms is 2x). Claims outside (1, 100] are dropped as noise
+    (version numbers, "16x8 kernel" shapes are excluded by requiring context or a unit).
+    """
+    out: list[float] = []
+    for m in _CLAIM_FACTOR.finditer(text):
+        tail = text[m.end() : m.end() + 40]
+        head = text[max(0, m.start() - 40) : m.start()]
+        # "16x8" is a shape, not a claim; a factor needs a perf word nearby.
+        if re.match(r"\d", text[m.end() - 1 : m.end() + 1][-1:] or "") or re.match(r"\s*\d", tail[:2]):
+            continue
+        if m.group(0).rstrip().lower().endswith(("x", "×", "times")) and not (
+            _CLAIM_FACTOR_CTX.search(head) or _CLAIM_FACTOR_CTX.search(tail)
+        ):
+            continue
+        out.append(float(m.group(1)))
+    for m in _CLAIM_PERCENT.finditer(text):
+        word = m.group(2).lower()
+        pct = float(m.group(1)) / 100
+        if word == "slower":
+            continue
+        if word in ("less time", "reduction", "fewer cycles"):
+            out.append(1 / (1 - pct) if pct < 1 else 0)
+        else:
+            out.append(1 + pct)
+    for m in _CLAIM_PERCENT_PRE.finditer(text):
+        out.append(1 + float(m.group(1)) / 100)
+    for m in _CLAIM_FROM_TO.finditer(text):
+        a, b, unit = float(m.group(1)), float(m.group(2)), m.group(3).lower()
+        if a > 0 and b > 0:
+            out.append(a / b if unit in _TIME_UNITS else b / a)
+    uniq: list[float] = []
+    for v in out:
+        v = round(v, 3)
+        if 1.0 < v <= 100 and v not in uniq:
+            uniq.append(v)
+    return uniq
+
+
+# ---------------------------------------------------------------------------------------------------------
+# ISA detection
+
+
+def _rx(*parts: str) -> re.Pattern[str]:
+    return re.compile("|".join(parts))
+
+
+ISA_CODE: dict[Isa, re.Pattern[str]] = {
+    Isa.RVV: _rx(
+        r"__riscv_v\w+",
+        r"\bvsetvli?\b",
+        r"\bvsetvl_e\d",
+        r"\bv(?:float|int|uint)\d+m(?:f?\d)_t\b",
+        r"\bv(?:le|se|lse|sse|fmacc|fmadd|fredusum|fredosum|redsum|wmacc|wmul|wredsum)\d*(?:_v\w*|\.v\w*)",
+        r"riscv_vector\.h",
+        r"__riscv_vector\b",
+        r"\bRVV\b",
+        r"_rvv\b",
+        r"\bZVL\d+B\b",
+        r"zvl\d+b",
+    ),
+    Isa.XTHEADVECTOR: _rx(r"xtheadvector", r"__riscv_th_v", r"\bth\.v", r"\bC910V\b", r"_c910v?\b", r"\bRVV ?0\.7"),
+    Isa.AVX512: _rx(
+        r"_mm512_\w+",
+        r"__m512\w*",
+        r"\bzmm\d+",
+        r"__AVX512\w*",
+        r"\bavx512\w*",
+        r"skylakex",
+        r"cooperlake",
+        r"sapphirerapids",
+        r"_mm256_dpbusd",
+        r"\bvpdpbusd",
+    ),
+    Isa.AVX2: _rx(
+        r"__AVX2__",
+        r"_mm256_\w+_epi(?:8|16|32|64)\b",
+        r"_mm256_\w*fmadd\w*",
+        r"_mm256_fmsub\w*",
+        r"\bhaswell\b",
+        r"\bzen\d?\b",
+        r"\bavx2\b",
+        r"_mm256_maddubs",
+        r"_mm256_permutevar8x32",
+        r"\bvfmadd\d{3}[ps][sd]\b",
+    ),
+    Isa.AVX: _rx(r"_mm256_\w+", r"__m256\w*", r"\bymm\d+", r"__AVX__", r"\bsandybridge\b", r"\bavx\b"),
+    Isa.SSE: _rx(
+        r"_mm_\w+",
+        r"__m128\w*",
+        r"\bxmm\d+",
+        r"[xpet]mmintrin\.h",
+        r"[sn]mmintrin\.h",
+        r"__SSE\d?\w*",
+        r"\bsse[234]?\w*\b",
+    ),
+    Isa.NEON: _rx(
+        r"\bv(?:ld|st)[1-4]q?_\w+",
+        r"\bv(?:fma|mla|mul|add|sub|dot|max|min|cvt|addv|padd)q?_[suf]\d+",
+        r"\b(?:float|int|uint)\d+x\d+(?:x\d)?_t\b",
+        r"__ARM_NEON\w*",
+        r"arm_neon\.h",
+        r"\bneon\b",
+        r"\bv\d+\.(?:2d|4s|8h|16b|2s|4h|8b)\b",
+        r"\bvmmlaq_\w+",
+    ),
+    Isa.SVE: _rx(
+        r"\bsv(?:float|int|uint|bool)\d*_t\b",
+        r"\bsv(?:ld1|st1|mla|whilelt|ptrue|dup|add|mul)\w*",
+        r"__ARM_FEATURE_SVE\w*",
+        r"arm_sve\.h",
+        r"\bsve2?\b",
+        r"\bwhilelo\b",
+        r"\bptrue\b",
+        r"\bz\d+\.[sdhb]\b",
+    ),
+    Isa.LASX: _rx(r"__lasx_\w+", r"lasxintrin\.h", r"__loongarch_asx", r"\bxvf?(?:ld|st|madd|fmadd)\w*\b", r"\blasx\b"),
+    Isa.LSX: _rx(r"__lsx_\w+", r"lsxintrin\.h", r"__loongarch_sx", r"\blsx\b", r"\bloongarch\w*"),
+    Isa.VSX: _rx(
+        r"\bvec_(?:xl|xst|madd|msub|perm|splats|ld|st|sum\w*|add|mul)\b",
+        r"altivec\.h",
+        r"__VSX__",
+        r"__POWER\d+_VECTOR__",
+        r"\bxvmadd\w+",
+        r"\blxv\w*\b",
+        r"\bstxv\w*\b",
+        r"__builtin_mma_\w+",
+        r"\bpower(?:8|9|10)\b",
+        r"\bvsx\b",
+        r"\baltivec\b",
+        r"__vector\b",
+    ),
+    Isa.WASM_SIMD: _rx(
+        r"wasm_simd128\.h",
+        r"\bwasm_[fiu]\d+x\d+_\w+",
+        r"\bwasm_v128_\w+",
+        r"\bv128_t\b",
+        r"__wasm_simd128__",
+        r"\bwasm simd\b",
+    ),
+}
+# Plain words in a message that name an ISA (case-insensitive).
+ISA_WORDS: dict[Isa, re.Pattern[str]] = {
+    Isa.RVV: re.compile(
+        r"\brvv\b|risc-?v vector|\brvv1\.0|\bzvl\d+b|riscv64.*vector|\bx280\b|\bk1\b.*spacemit|"
+        r"\bspacemit\b",
+        re.I,
+    ),
+    Isa.XTHEADVECTOR: re.compile(r"xtheadvector|\bc910v?\b|\bc920\b|rvv ?0\.7", re.I),
+    Isa.AVX512: re.compile(r"avx-?512\w*|skylake-?x|cooper ?lake|sapphire ?rapids|\bvnni\b", re.I),
+    Isa.AVX2: re.compile(r"\bavx2\b|\bhaswell\b|\bzen\d?\b", re.I),
+    Isa.AVX: re.compile(r"\bavx\b|sandy ?bridge", re.I),
+    Isa.SSE: re.compile(r"\bsse\d?\w*\b", re.I),
+    Isa.NEON: re.compile(r"\bneon\b|\badvsimd\b|\bi8mm\b|\bdotprod\b", re.I),
+    Isa.SVE: re.compile(r"\bsve2?\b|\bsme\b", re.I),
+    Isa.LASX: re.compile(r"\blasx\b", re.I),
+    Isa.LSX: re.compile(r"\blsx\b|\bloongarch\w*|\bloongson\w*", re.I),
+    Isa.VSX: re.compile(r"\bvsx\b|\baltivec\b|\bpower ?(?:8|9|10)\b|\bppc64\w*\b|\bmma\b", re.I),
+    Isa.WASM_SIMD: re.compile(r"\bwasm\b.*\bsimd\b|\bsimd128\b", re.I),
+}
+# Where one ISA's evidence implies another's text would also match (AVX2 code matches AVX patterns).
+ISA_SUBSUMES: dict[Isa, tuple[Isa, ...]] = {
+    Isa.AVX512: (Isa.AVX2, Isa.AVX),
+    Isa.AVX2: (Isa.AVX,),
+    Isa.LASX: (Isa.LSX,),
+    Isa.XTHEADVECTOR: (Isa.RVV,),
+}
+ISA_ORDER = list(ISA_CODE)
+
+
+def detect_isas(code: str, message: str, arch_dirs: set[str], file_names: str) -> list[Isa]:
+    """ISAs from added code first; the message, file names and arch folders fill in when the code is silent."""
+    found: set[Isa] = {isa for isa, rx in ISA_CODE.items() if rx.search(code)}
+    found |= {isa for isa, rx in ISA_WORDS.items() if rx.search(message)}
+    found |= {isa for isa, rx in ISA_CODE.items() if rx.search(file_names)}
+    if not found:
+        found |= {ARCH_DIR_ISA[a] for a in arch_dirs if a in ARCH_DIR_ISA}
+    for isa in list(found):
+        for weaker in ISA_SUBSUMES.get(isa, ()):
+            found.discard(weaker)
+    return [isa for isa in ISA_ORDER if isa in found]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Operator detection: file names and identifiers, then message words
+
+
+OPERATOR_RX: list[tuple[Operator, re.Pattern[str]]] = [
+    (
+        Operator.QUANT_DOT,
+        re.compile(
+            r"vec_dot_[iq]\d|_q\d_[0-9k]\w*_q8|\bq\d_k\b|[iq]\d_[0-9k]\s*(?:x|dot)|"
+            r"k_quants|\biq\d\w*|qgemm|q8gemm|quantized (?:dot|matmul|gemm)|int8 gemm|"
+            r"qnbitgemm|sqnbit|mul_mat_q|matmul ?nbits|\bq[2-8]_[01k]\b|\bq[2-8]k\b",
+            re.I,
+        ),
+    ),
+    (Operator.TRSM, re.compile(r"trsm", re.I)),
+    (
+        Operator.GEMV,
+        re.compile(
+            r"gemv|\bger\b|[sdcz]ger[uc]?_|symv|hemv|[sdcz]?[gsh]bmv|tpmv|trmv|spmv|mul_mat_vec|"
+            r"matrix-vector",
+            re.I,
+        ),
+    ),
+    (
+        Operator.GEMM,
+        re.compile(
+            r"gemm|matmul|mul_mat|\bmmla\b|symm|syrk|syr2k|herk|trmm|hemm|sbgemm|"
+            r"matrix[- ]multipl|\bmma\b|gemm_kernel|_kernel_\d+x\d+",
+            re.I,
+        ),
+    ),
+    (Operator.DOT, re.compile(r"[sdcz]?dot[uc]?(?:_|\b|\.)|dsdot|vec_dot_f|\bdot product", re.I)),
+    (Operator.AXPY, re.compile(r"axpy|axpby", re.I)),
+    (Operator.NRM2, re.compile(r"nrm2|\bnorm2\b", re.I)),
+    (Operator.SOFTMAX, re.compile(r"soft_?max", re.I)),
+    (Operator.NORM, re.compile(r"rms_?norm|layer_?norm|group_?norm|batch_?norm|\bnorm\b|l2_norm", re.I)),
+    (Operator.CONV, re.compile(r"conv(?:olution|_?\dd|_transpose)?\b|im2col|winograd|depthwise|conv", re.I)),
+    (Operator.POOL, re.compile(r"pool", re.I)),
+    (
+        Operator.ACTIVATION,
+        re.compile(
+            r"gelu|silu|relu|swish|sigmoid|\btanh|\berf\b|logistic|\belu\b|exp_?f?\b|"
+            r"activation|\bswiglu|\bgeglu",
+            re.I,
+        ),
+    ),
+    (Operator.ATTENTION, re.compile(r"flash_?attn|attention", re.I)),
+    (Operator.ROPE, re.compile(r"\brope\b|rotary", re.I)),
+    (Operator.RESIZE, re.compile(r"resize|upscale|bilinear|interpolat", re.I)),
+    (Operator.TRANSPOSE, re.compile(r"transpose|[oi]matcopy", re.I)),
+    (Operator.QUANTIZE, re.compile(r"quantize|dequant|fp16_to|f16_to_f32|fp32_to|bf16|cvt_?f|convert", re.I)),
+    (Operator.SCAN, re.compile(r"ssm_scan|cumsum|\bscan\b", re.I)),
+    (Operator.SORT, re.compile(r"argsort|\bsort\b|top_?k", re.I)),
+    (Operator.REDUCE, re.compile(r"[isdcz]?i?a(?:max|min)|asum|\bsum_rows\b|\bsum\b|reduce|argmax|\bmax\b", re.I)),
+    (Operator.COPY, re.compile(r"[sdcz]copy|[sdcz]swap|memcpy|memset|_copy\b|\bcopy\b", re.I)),
+    (
+        Operator.ELEMENTWISE,
+        re.compile(
+            r"[sdcz]?scal\b|_scal|\brot[mg]?\b|[sdcz]rot|vec_(?:add|mul|scale|mad)|"
+            r"\badd\b|\bmul\b|elementwise|element-wise",
+            re.I,
+        ),
+    ),
+]
+
+
+def detect_operators(file_names: list[str], message: str, identifiers: str) -> list[Operator]:
+    """Operators named by changed file names (strongest), else the title, else identifiers in the diff."""
+    stems = " ".join(_stem(p) for p in file_names)
+    for source in (stems, message.split("\n", 1)[0], message, identifiers):
+        ops = [op for op, rx in OPERATOR_RX if rx.search(source)]
+        if ops:
+            return _prune_operators(ops)
+    return []
+
+
+def _prune_operators(ops: list[Operator]) -> list[Operator]:
+    # A quantized dot product also matches gemm/dot words; keep the specific one.
+    if Operator.QUANT_DOT in ops:
+        ops = [o for o in ops if o not in (Operator.DOT, Operator.GEMM, Operator.GEMV)] or ops
+    if Operator.GEMV in ops and Operator.GEMM in ops and len(ops) > 2:
+        pass
+    return ops[:4]
+
+
+def _stem(path: str) -> str:
+    name = path.rsplit("/", 1)[-1]
+    return name.rsplit(".", 1)[0]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Techniques: what the diff does
+
+
+_INTRINSIC_RX = re.compile(
+    r"__riscv_v\w+|\bv(?:le|se|fmacc|fmul|fadd|fredusum|wmacc|wmul|wredsum)\d*_v\w*|_mm(?:256|512)?_\w+|"
+    r"\bv(?:ld|st)[1-4]q?_\w+|\bv\w+q_[suf]\d+\b|\bsv\w+_[suf]\d+\w*|__lsx_\w+|__lasx_\w+|\bvec_\w+|"
+    r"\bwasm_\w+x\d+_\w+|__builtin_mma_\w+"
+)
+_LMUL_RX = re.compile(r"\b(?:v(?:float|int|uint)\d+|e\d+)m(f?\d)\b|vsetvl\w*_e\d+m(f?\d)")
+_ACC_RX = re.compile(r"\b(?:v?acc(?:um)?|v?sum|vres|res|c|vc|vy|t)_?(\d{1,2})\b")
+_UNROLL_RX = re.compile(r"\[\s*\w+\s*\+\s*(\d+)\s*\]|\+=\s*(4|8|16|32|64)\s*[;)]")
+_TOKEN_RX = re.compile(r"[A-Za-z_][\w.]*")
+TECHNIQUE_MSG: dict[Technique, re.Pattern[str]] = {
+    Technique.VECTORIZE: re.compile(
+        r"vectori[sz]|\bsimd\b|intrinsic|\b(?:rvv|avx2?|avx-?512|neon|sve|lsx|lasx|vsx|"
+        r"sse\d?)\b.{0,40}\b(?:kernel|implement|version|support|optimi)|vector (?:kernel|"
+        r"implementation|version)",
+        re.I,
+    ),
+    Technique.VECTOR_LENGTH: re.compile(
+        r"\blmul\b|vector length|\bvlen\b|vector width|m[1248] ?(?:->|to) ?m[1248]|"
+        r"register group",
+        re.I,
+    ),
+    Technique.UNROLL: re.compile(r"unroll", re.I),
+    Technique.MULTI_ACCUMULATOR: re.compile(r"accumulator|independent (?:sums|chains)|dependency chain", re.I),
+    Technique.REGISTER_BLOCKING: re.compile(
+        r"block(?:ing|ed)? ?size|register block|\btil(?:e|ing)\b|\bblocking\b|"
+        r"\d+x\d+ (?:micro)?kernel|kernel \d+x\d+|unroll_[mn]|gemm_[pqr]\b",
+        re.I,
+    ),
+    Technique.PACKING: re.compile(r"\b(?:re)?pack(?:ing|ed)?\b|data layout|interleav|ncopy|tcopy", re.I),
+    Technique.PREFETCH: re.compile(r"prefetch", re.I),
+    Technique.FUSION: re.compile(r"\bfus(?:e|ed|ion|ing)\b|\bfma\b|fused multiply", re.I),
+    Technique.REDUCTION: re.compile(r"reduction|horizontal (?:add|sum)|\bhsum\b", re.I),
+    Technique.APPROXIMATION: re.compile(r"polynomial|approximat|lookup table|\blut\b|table[- ]based", re.I),
+    Technique.WIDENING: re.compile(
+        r"widen|\bvnni\b|\bi8mm\b|dot ?prod(?:uct)? instruction|\bdotprod\b|\bsdot\b|"
+        r"\bvpdpbusd\b|integer dot",
+        re.I,
+    ),
+    Technique.TAIL_HANDLING: re.compile(r"\btail|remainder|leftover|\bmask(?:ed)? (?:load|store)", re.I),
+    Technique.ALIGNMENT: re.compile(r"\balign(?:ed|ment)?\b|unaligned|misalign", re.I),
+    Technique.THREADING: re.compile(r"thread|parallel|openmp|\bomp\b|pthread|multi-?core", re.I),
+    Technique.MEMORY_ACCESS: re.compile(
+        r"\bstride|contiguous|cache (?:miss|friendly|locality)|memory access|"
+        r"locality|non-temporal|streaming store|memory bandwidth",
+        re.I,
+    ),
+    Technique.ALGORITHMIC: re.compile(
+        r"\balgorithm|complexity|winograd|strassen|early (?:exit|return)|fast path|"
+        r"precompute|avoid (?:re)?comput",
+        re.I,
+    ),
+}
+# Token-level patterns: matched against the distinct identifier/mnemonic tokens of the added code.
+TECHNIQUE_CODE: dict[Technique, re.Pattern[str]] = {
+    Technique.PREFETCH: re.compile(r"\w*prefetch\w*|\bprfm\b|\bdcbt\b|\bpld\b|\bPREFETCH\w*", re.I),
+    Technique.WIDENING: re.compile(
+        r"\w*(?:vwmacc|vwmul|vwredsum|vqmacc|_maddubs|_madd_epi16|_dpbus|vdotq_|vmlal|vmull|smmla|ummla|usdot|"
+        r"__lsx_vmulw|__lasx_xvmulw|vec_msum)\w*|\bsdot\b"
+    ),
+    Technique.REDUCTION: re.compile(
+        r"\w*(?:v(?:f)?red(?:u|o)?sum|vfredmax|_hadd_|vaddvq|vpaddq|svaddv|hsum|_reduce_)\w*"
+    ),
+    Technique.FUSION: re.compile(
+        r"\w*(?:vfmacc|vfmadd|vfnmsac|_fmadd|_fnmadd|vfmaq|vmlaq_f|svmla|xvfmadd|vfmadd)\w*|\bvec_madd\b|\bfmla\b"
+    ),
+    Technique.TAIL_HANDLING: re.compile(
+        r"_mm512_mask\w*|_mm\d*_mask(?:load|store)\w*|svwhilelt\w*|\w+_tail\b|\btail_\w*|\bremainder\b"
+    ),
+    Technique.ALIGNMENT: re.compile(r"\baligned\b|\balignas\b|_mm_malloc|posix_memalign|__builtin_assume_aligned"),
+    Technique.THREADING: re.compile(
+        r"\bomp\b|\bomp_\w+|pthread_create|num_threads|nthreads|blas_thread\w*|GEMM_MULTITHREAD\w*"
+    ),
+    Technique.PACKING: re.compile(r"\bpack_?[ab]\b|\w*repack\w*|\w+_[nt]copy\w*|\bpacked\b|\w*interleave\w*"),
+    Technique.REGISTER_BLOCKING: re.compile(
+        r"GEMM_DEFAULT_(?:UNROLL_[MN]|P|Q|R)\b|\w+_kernel_\d+x\d+\w*|\bMR\b|\bNR\b|\bTILE_[MNK]\b|\bblock_?size\b"
+    ),
+    Technique.MEMORY_ACCESS: re.compile(r"_mm\d*_stream_\w+|\bvlse\d+\w*|\bvsse\d+\w*|__builtin_nontemporal\w*"),
+    Technique.APPROXIMATION: re.compile(r"\bpoly\w*|\blookup\w*|\w+_table\b|\bcoeffs?\b|\bln2\w*|\blog2e\b"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class DiffStats:
+    added: str  # added lines joined
+    removed: str
+    added_tokens: Counter[str]  # identifier-like tokens (asm mnemonics keep their dots) -> occurrences
+    removed_tokens: Counter[str]
+    hunks: list[tuple[str, str]]  # (file, hunk text) in order
+    # Signals are matched against the distinct tokens, not megabytes of code: many times faster.
+    added_vocab: str = ""
+    removed_vocab: str = ""
+
+    def count(self, rx: re.Pattern[str], added: bool = True) -> int:
+        """Occurrences of tokens matching `rx` (a token-level pattern)."""
+        tokens = self.added_tokens if added else self.removed_tokens
+        return sum(tokens.get(m, 1) for m in rx.findall(self.added_vocab if added else self.removed_vocab))
+
+    def intrinsics(self, added: bool = True) -> int:
+        return self.count(_INTRINSIC_RX, added)
+
+
+ANALYSIS_CAP = 24_000  # characters of added (and removed) code the regex signals look at
+
+
+def diff_stats(patch: str, keep_file: Callable[[str], bool] | None = None) -> DiffStats:
+    """Split a unified diff into added/removed code and hunks; files failing `keep_file` are ignored.
+
+    The code texts are capped: a 3000-line new kernel shows its signals in its first few hundred lines,
+    and regexes over megabytes of generated code would dominate the run time.
+    """
+    added: list[str] = []
+    removed: list[str] = []
+    hunks: list[tuple[str, str]] = []
+    current_file = ""
+    keep = True
+    hunk: list[str] = []
+    n_added = n_removed = 0
+
+    def flush() -> None:
+        if hunk and current_file and keep:
+            hunks.append((current_file, "\n".join(hunk)))
+        hunk.clear()
+
+    for line in patch.split("\n"):
+        head = line[:1]
+        if head == "d" and line.startswith("diff --git "):
+            flush()
+            current_file = line.rsplit(" b/", 1)[-1]
+            keep = keep_file is None or keep_file(current_file)
+            continue
+        if not keep:
+            continue
+        if head == "@":
+            flush()
+            hunk.append(line)
+            continue
+        if head == "+":
+            if line.startswith("+++ "):
+                continue
+            if n_added < ANALYSIS_CAP:
+                added.append(line[1:])
+                n_added += len(line)
+        elif head == "-":
+            if line.startswith("--- "):
+                continue
+            if n_removed < ANALYSIS_CAP:
+                removed.append(line[1:])
+                n_removed += len(line)
+        elif head != " ":
+            continue
+        if hunk and len(hunk) < 400:
+            hunk.append(line)
+    flush()
+    a, r = "\n".join(added), "\n".join(removed)
+    at, rt = Counter(_TOKEN_RX.findall(a)), Counter(_TOKEN_RX.findall(r))
+    return DiffStats(a, r, at, rt, hunks, " ".join(at), " ".join(rt))
+
+
+def detect_techniques(message: str, diff: DiffStats, paths: list[str]) -> tuple[list[Technique], list[str]]:
+    """Techniques with the reason for each: message words first, then what the added code shows."""
+    found: dict[Technique, str] = {}
+    for tech, rx in TECHNIQUE_MSG.items():
+        if m := rx.search(message):
+            found.setdefault(tech, f"message says {m.group(0)!r}")
+    new_intr = diff.intrinsics() - diff.intrinsics(added=False)
+    if new_intr >= 8 and diff.intrinsics(added=False) <= new_intr // 3:
+        found.setdefault(Technique.VECTORIZE, f"adds {new_intr} SIMD intrinsic calls")
+    lmul_added = {m for g in _LMUL_RX.findall(diff.added_vocab) for m in g if m}
+    lmul_removed = {m for g in _LMUL_RX.findall(diff.removed_vocab) for m in g if m}
+    if lmul_added and lmul_removed and lmul_added != lmul_removed:
+        found.setdefault(
+            Technique.VECTOR_LENGTH, f"LMUL m{'/m'.join(sorted(lmul_removed))} -> m{'/m'.join(sorted(lmul_added))}"
+        )
+    accs_added = {m for m in _ACC_RX.findall(diff.added_vocab)}
+    accs_removed = {m for m in _ACC_RX.findall(diff.removed_vocab)}
+    if len(accs_added) >= 3 and len(accs_added) > len(accs_removed) + 1:
+        found.setdefault(Technique.MULTI_ACCUMULATOR, f"{len(accs_added)} numbered accumulators in added code")
+    unroll_added = _unroll_degree(diff.added)
+    if unroll_added >= 4 and unroll_added > _unroll_degree(diff.removed):
+        found.setdefault(Technique.UNROLL, f"unrolled by {unroll_added} in added code")
+    for tech, rx in TECHNIQUE_CODE.items():
+        n_add, n_rem = diff.count(rx), diff.count(rx, added=False)
+        if n_add >= 2 and n_add > n_rem:
+            found.setdefault(tech, f"added code uses {rx.search(diff.added_vocab).group(0)!r}")  # type: ignore[union-attr]
+    if any(re.search(r"param\.h$", p) for p in paths) and re.search(r"GEMM_DEFAULT_(P|Q|R|UNROLL)", diff.added):
+        found.setdefault(Technique.REGISTER_BLOCKING, "changes GEMM blocking parameters")
+    order = list(Technique)
+    techs = sorted(found, key=order.index)
+    return techs, [f"{t.value}: {found[t]}" for t in techs]
+
+
+def _unroll_degree(code: str) -> int:
+    best = 0
+    for off, step in _UNROLL_RX.findall(code):
+        best = max(best, int(off or 0) + 1 if off else 0, int(step or 0))
+    return best if best <= 64 else 0
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Message signals
+
+
+PERF_RX = re.compile(
+    r"optimi[sz](?:e|ed|es|ing|ation|ations)\b|\bopt\b|speed[- ]?up|\bfaster\b|\bperformance\b|\bperf\b|"
+    r"accelerat\w*|\bspeed\b|\bboost\w*|\bthroughput\b|\bgflops\b|\blatency\b|\befficien\w*|\btun(?:e|ed|ing)\b|"
+    r"\bimprove\w* (?:the )?(?:speed|perf\w*|efficiency)|\bfast(?:er)? (?:path|version|kernel|implementation)|"
+    r"\bquicker\b|\bhot ?path\b|\bcheaper\b",
+    re.I,
+)
+IMPL_RX = re.compile(
+    r"\b(?:add(?:ed|s|ing)?|implement\w*|use[sd]?|using|enable[sd]?|introduc\w*|new|port\w*|rewrit\w*|"
+    r"optimi[sz]\w*|vectori[sz]\w*)\b.{0,60}\b(?:rvv|risc-?v vector|avx2?|avx-?512|neon|sve2?|lsx|lasx|vsx|"
+    r"altivec|power ?(?:9|10)|sse\d?|simd|intrinsics?|assembly|asm|vector(?:ized)?|kernels?|micro-?kernels?|"
+    r"mma|amx|wasm simd)\b",
+    re.I,
+)
+NEG_STRONG_RX = re.compile(
+    r"^(?:revert\b|merge\b)|\bfix(?:e[sd]|ing)?\b|\bbug\w*|\bcrash\w*|\bsegfault|\bwrong\b|\bincorrect\w*|"
+    r"\bregression\b|\bbroken\b|\bbreak(?:s|age)?\b|\bnan\b|\boverflow\b|\bleak\w*|\bwarnings?\b|\berrors?\b|"
+    r"\bfail\w*|\bissue #?\d+|\bmisc\b|\bcompil(?:e|ation|er) (?:error|warning|issue|fix)|\btypo\w*|"
+    r"\bworkaround\b|\bsymbols?\b|\bsanitizer",
+    re.I,
+)
+NEG_HOUSEKEEPING_RX = re.compile(
+    r"^(?:update|bump|release|version|changelog|readme|doc[s]?|ci|test[s]?|build|cmake|makefile|"
+    r"cleanup|clean up|refactor|format|style|rename|remove|delete|sync|copyright|license)\b|"
+    r"\b(?:docs?|documentation|readme|changelog|ci|github actions?|workflow|appveyor|travis|azure|cmake|"
+    r"makefile|build system|tests?|unit tests?|test suite|utest|ctest|benchmark(?:s|ing)? (?:script|tool))\b",
+    re.I,
+)
+
+
+@dataclass(slots=True)
+class Classification:
+    score: float
+    is_optimization: bool
+    reasons: list[str]
+    isas: list[Isa] = field(default_factory=list)
+    operators: list[Operator] = field(default_factory=list)
+    techniques: list[Technique] = field(default_factory=list)
+    perf_claims: list[float] = field(default_factory=list)
+    kernel_files: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Triage:
+    """The cheap, metadata-only look at a commit that decides whether its patch is worth reading."""
+
+    candidate: bool
+    kinds: dict[str, str]  # path -> file kind
+    patch_paths: list[str]  # source files worth reading (not vendored, not binary, not huge)
+    whole: bool  # every changed file is in patch_paths
+    meta: MetaSignals
+
+
+MAX_DIFF_BONUS = 2.0  # the most the diff can add (intrinsics 1.0 + techniques seen in code 1.0)
+
+
+@dataclass(slots=True)
+class MetaSignals:
+    """What the message and the file list alone say; the diff can add at most MAX_DIFF_BONUS."""
+
+    score: float
+    reasons: list[str]
+    code_paths: list[str]
+    kernel_paths: list[str]
+    claims: list[float]
+    final: bool  # no diff can change the verdict (merge, no source code)
+
+
+def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
+    paths = [f.path for f in c.files]
+    code_paths = [p for p in paths if kinds.get(p) in ("kernel", "source")]
+    kernel_paths = [p for p in paths if kinds.get(p) == "kernel"]
+    if c.is_merge:
+        return MetaSignals(0.0, ["merge commit: its changes are judged in the merged commits"], [], [], [], True)
+    if not code_paths:
+        what = ", ".join(sorted({kinds[p] for p in paths})) or "no"
+        return MetaSignals(0.0, [f"changes no source code (only {what} files)"], [], [], [], True)
+    reasons: list[str] = []
+    score = 0.0
+
+    def add(w: float, why: str) -> None:
+        nonlocal score
+        score += w
+        reasons.append(f"{w:+.1f} {why}")
+
+    message, title = c.message, c.title
+    perf_words = {m.group(0).lower() for m in PERF_RX.finditer(message)}
+    if perf_words:
+        in_title = bool(PERF_RX.search(title))
+        add(2.0 if in_title else 1.0, f"message speaks of performance ({', '.join(sorted(perf_words)[:4])})")
+    claims = parse_perf_claims(message)
+    if claims:
+        add(1.5, f"claims speedup {', '.join(f'{x:g}x' for x in claims[:4])}")
+    if m := IMPL_RX.search(title):
+        add(1.5, f"title introduces a SIMD/kernel implementation ({m.group(0)[:50]!r})")
+    elif m := IMPL_RX.search(message):
+        add(0.5, f"message introduces a SIMD/kernel implementation ({m.group(0)[:50]!r})")
+    if kernel_paths:
+        add(0.5, f"touches kernel code ({kernel_paths[0]}{' ...' if len(kernel_paths) > 1 else ''})")
+        new_kernels = [f for f in c.files if kinds[f.path] == "kernel" and f.deletions == 0 and f.insertions >= 30]
+        if new_kernels:
+            add(0.5, f"adds kernel file {new_kernels[0].path}")
+    if len(paths) >= 3 and len(code_paths) / len(paths) < 0.3:
+        add(-0.5, "mostly non-source files")
+    msg_tech = next(((t, m) for t, rx in TECHNIQUE_MSG.items() if (m := rx.search(message))), None)
+    if msg_tech and (perf_words or kernel_paths):
+        add(0.5, f"message names a technique ({msg_tech[0].value}: {msg_tech[1].group(0)!r})")
+    if neg := NEG_STRONG_RX.search(title):
+        add(-2.5 if not claims else -1.0, f"title reads as a fix/revert ({neg.group(0).strip()!r})")
+    elif neg := NEG_STRONG_RX.search(message):
+        add(-0.5, f"message mentions a fix ({neg.group(0).strip()!r})")
+    if (neg := NEG_HOUSEKEEPING_RX.search(title)) and not PERF_RX.search(title):
+        add(-1.0, f"title reads as housekeeping ({neg.group(0).strip()!r})")
+    if re.search(r"\bslow(?:er|down)\b|\bdisable\w*\b", title, re.I) and not claims:
+        add(-1.0, "title speaks of slowing down or disabling")
+    return MetaSignals(score, reasons, code_paths, kernel_paths, claims, False)
+
+
+def _lines(f: FileChange) -> int:
+    return f.insertions + f.deletions
+
+
+def triage(c: RawCommit, profile: LibraryProfile, max_file_lines: int) -> Triage:
+    """Read the patch only when it can change the verdict: metadata score + MAX_DIFF_BONUS >= THRESHOLD."""
+    kinds = {f.path: file_kind(f.path, profile) for f in c.files}
+    meta = metadata_signals(c, kinds)
+    if meta.final or meta.score + MAX_DIFF_BONUS < THRESHOLD:
+        return Triage(False, kinds, [], False, meta)
+    by_path = {f.path: f for f in c.files}
+    wanted = [p for p in meta.code_paths if not by_path[p].binary and _lines(by_path[p]) <= max_file_lines]
+    # One shared batch process unless a huge file would have to be read: then `git show sha -- wanted`.
+    whole = all(_lines(f) <= max_file_lines for f in c.files) and sum(map(_lines, c.files)) <= 4 * max_file_lines
+    return Triage(True, kinds, wanted, whole, meta)
+
+
+def classify(c: RawCommit, profile: LibraryProfile, tri: Triage, patch: str) -> Classification:
+    """Score a commit; >= THRESHOLD means its main purpose is speed. Reasons explain each weight."""
+    meta = tri.meta
+    if meta.final:
+        return Classification(0.0, False, list(meta.reasons))
+    score = meta.score
+    reasons = list(meta.reasons)
+
+    def add(w: float, why: str) -> None:
+        nonlocal score
+        score += w
+        reasons.append(f"{w:+.1f} {why}")
+
+    code_set = set(meta.code_paths)
+    diff = diff_stats(patch, code_set.__contains__)
+    net_intr = diff.intrinsics() - diff.intrinsics(added=False)
+    if net_intr >= 8:
+        add(1.0, f"adds {net_intr} SIMD intrinsic calls")
+    techniques, tech_reasons = detect_techniques(c.message, diff, meta.code_paths)
+    code_techs = [r for r in tech_reasons if "message says" not in r]
+    if code_techs:
+        add(min(1.0, 0.5 * len(code_techs)), f"diff shows {'; '.join(code_techs[:3])}")
+    is_opt = score >= THRESHOLD
+    if not is_opt:  # ISA/operator/technique detail is only kept for optimization commits
+        return Classification(round(score, 2), False, reasons, perf_claims=meta.claims)
+    arch_dirs = {a for p in meta.kernel_paths if (a := profile.kernel_arch(p))}
+    isas = detect_isas(diff.added_vocab, c.message, arch_dirs, " ".join(meta.code_paths))
+    identifiers = " ".join(t for t in diff.added_tokens if len(t) > 3)[:4000]
+    operators = detect_operators(meta.code_paths, c.message, identifiers)
+    return Classification(
+        score=round(score, 2),
+        is_optimization=True,
+        reasons=reasons,
+        isas=isas,
+        operators=operators,
+        techniques=techniques,
+        perf_claims=meta.claims,
+        kernel_files=meta.kernel_paths,
+    )
+
+
+def gpu_only(paths: list[str]) -> bool:
+    code = [p for p in paths if suffix(p) in (".c", ".cc", ".cpp", ".h", ".hpp", ".cu", ".cuh", ".metal", ".comp")]
+    return bool(code) and all(GPU_RE.search(p) for p in code)
+
+
+def geometric_mean(values: list[float]) -> float | None:
+    vals = [v for v in values if v > 0]
+    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None

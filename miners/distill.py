@@ -1,0 +1,304 @@
+"""Distil classified optimization commits into Thoughts (technique x operator x ISA family) and Ideas.
+
+Ids are deterministic (`thought:<technique>:<operator>:<isa family>`, `idea:<technique>`), so mining the
+same evidence again, or more of it later, merges into the same nodes instead of duplicating them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from knowledge.taxonomy import ISA_FAMILY, TECHNIQUE_DESCRIPTIONS, Isa, Operator, Technique
+from miners.classify import TECHNIQUE_CODE, Classification, diff_stats, geometric_mean
+
+EXAMPLE_MAX_LINES = 40
+FAMILY_NAMES = {
+    "riscv": "RISC-V",
+    "x86": "x86",
+    "arm": "Arm",
+    "loongarch": "LoongArch",
+    "power": "POWER",
+    "wasm": "WebAssembly",
+    "generic": "portable C",
+}
+
+IDEA_PRINCIPLES: dict[Technique, tuple[str, str]] = {
+    Technique.VECTORIZE: (
+        "Use the machine's vector unit for the hot loop",
+        "Scalar loops leave most of the datapath idle; expressing the hot loop with vector "
+        "instructions or intrinsics processes many elements per instruction.",
+    ),
+    Technique.VECTOR_LENGTH: (
+        "Match vector length and register grouping to the machine",
+        "The best element count per instruction (LMUL, vector width) balances throughput "
+        "against register pressure and the machine's datapath width.",
+    ),
+    Technique.UNROLL: (
+        "Unroll hot loops to expose independent work",
+        "Unrolling cuts loop overhead and gives the scheduler independent instructions to overlap.",
+    ),
+    Technique.MULTI_ACCUMULATOR: (
+        "Keep several independent accumulators in flight",
+        "A single accumulator serialises on FMA latency; several independent ones keep "
+        "the pipeline full and are combined once at the end.",
+    ),
+    Technique.REGISTER_BLOCKING: (
+        "Block the computation in registers and tile it for the caches",
+        "Reusing each loaded value for many operations moves the kernel from memory-bound "
+        "to compute-bound; block sizes follow register count and cache sizes.",
+    ),
+    Technique.PACKING: (
+        "Lay data out the way the kernel reads it",
+        "Packing or repacking operands into contiguous, kernel-shaped panels turns strided, "
+        "cache-unfriendly reads into streaming unit-stride loads.",
+    ),
+    Technique.PREFETCH: (
+        "Fetch data before it is needed",
+        "Software prefetch ahead of use hides memory latency the hardware prefetcher misses.",
+    ),
+    Technique.FUSION: (
+        "Fuse operations to save instructions and passes over memory",
+        "Fused multiply-add and fused loops do more work per instruction and per byte moved.",
+    ),
+    Technique.REDUCTION: (
+        "Reduce horizontally once, not every iteration",
+        "Accumulate in vector registers across the loop and do the expensive horizontal reduction once at the end.",
+    ),
+    Technique.APPROXIMATION: (
+        "Approximate expensive functions with polynomials or tables",
+        "Range reduction plus a short polynomial or a lookup table replaces slow libm calls and vectorises.",
+    ),
+    Technique.WIDENING: (
+        "Use widening and integer dot-product instructions for narrow data",
+        "Low-precision data is multiplied with widening or dot-product instructions so many "
+        "narrow products accumulate per instruction without overflow.",
+    ),
+    Technique.TAIL_HANDLING: (
+        "Handle loop tails in vector code",
+        "Vector-length control or masks process the remainder without a slow scalar loop.",
+    ),
+    Technique.ALIGNMENT: (
+        "Align data for the vector unit",
+        "Aligned buffers and aligned loads avoid split accesses and enable faster instructions.",
+    ),
+    Technique.THREADING: (
+        "Split the work across cores with low overhead",
+        "Parallelise large problems and keep small ones single-threaded to avoid overhead.",
+    ),
+    Technique.MEMORY_ACCESS: (
+        "Make memory accesses unit-stride and cache friendly",
+        "Reordering loops and accesses for contiguity and reuse cuts cache misses and bandwidth.",
+    ),
+    Technique.ALGORITHMIC: (
+        "Change the algorithm, not only the code",
+        "A cheaper algorithm, a fast path for common cases or precomputation beats micro-tuning of a slower method.",
+    ),
+}
+
+
+@dataclass(slots=True)
+class Evidence:
+    """One optimization commit as the distiller sees it."""
+
+    sha: str
+    repo: str
+    title: str
+    classification: Classification
+    patch: str = ""
+    insight: str | None = None  # the LLM's one-paragraph lesson, when --llm
+
+
+@dataclass(slots=True)
+class ThoughtDraft:
+    id: str
+    idea_id: str
+    technique: Technique
+    operator: Operator
+    isa: Isa
+    title: str
+    description: str
+    example_code: str
+    identifiers: str
+    evidence: list[str]
+    claims: list[float]
+    merged_from: list[str] = field(default_factory=list)
+
+    @property
+    def prior_speedup(self) -> float | None:
+        g = geometric_mean(self.claims)
+        return round(g, 3) if g else None
+
+
+def thought_id(technique: Technique, operator: Operator, family: str) -> str:
+    return f"thought:{technique.value}:{operator.value}:{family}"
+
+
+def idea_id(technique: Technique) -> str:
+    return f"idea:{technique.value}"
+
+
+def group_key(ev: Evidence) -> list[tuple[Technique, Operator, str, Isa]]:
+    """The (technique, operator family, ISA family, representative ISA) groups one commit evidences."""
+    c = ev.classification
+    op = c.operators[0] if c.operators else Operator.OTHER
+    isas = c.isas or [Isa.GENERIC]
+    by_family: dict[str, Isa] = {}
+    for isa in isas:
+        by_family.setdefault(ISA_FAMILY[Isa(isa)], Isa(isa))
+    return [(Technique(t), Operator(op), fam, isa) for t in c.techniques for fam, isa in by_family.items()]
+
+
+def build_thoughts(evidence: Sequence[Evidence]) -> dict[str, ThoughtDraft]:
+    groups: dict[tuple[Technique, Operator, str], list[tuple[Evidence, Isa]]] = defaultdict(list)
+    for ev in evidence:
+        for tech, op, fam, isa in group_key(ev):
+            groups[(tech, op, fam)].append((ev, isa))
+    out: dict[str, ThoughtDraft] = {}
+    for (tech, op, fam), items in sorted(groups.items(), key=lambda kv: kv[0]):
+        evs = sorted((e for e, _ in items), key=lambda e: (-e.classification.score, e.sha))
+        isa_counts: dict[Isa, int] = defaultdict(int)
+        for _, isa in items:
+            isa_counts[isa] += 1
+        isa = max(sorted(isa_counts), key=lambda i: isa_counts[i])
+        tid = thought_id(tech, op, fam)
+        example, idents = pick_example(tech, evs)
+        claims = [x for e in evs for x in e.classification.perf_claims]
+        out[tid] = ThoughtDraft(
+            id=tid,
+            idea_id=idea_id(tech),
+            technique=tech,
+            operator=op,
+            isa=isa,
+            title=thought_title(tech, op, fam, isa),
+            description=describe(tech, op, fam, evs),
+            example_code=example,
+            identifiers=idents,
+            evidence=sorted({e.sha for e in evs}),
+            claims=claims,
+        )
+    return out
+
+
+def thought_title(tech: Technique, op: Operator, fam: str, isa: Isa) -> str:
+    what = "kernels" if op == Operator.OTHER else f"{op.value} kernels"
+    where = FAMILY_NAMES.get(fam, fam)
+    isa_txt = f" ({isa.value})" if isa != Isa.GENERIC else ""
+    return f"{IDEA_PRINCIPLES[tech][0]}: {what} on {where}{isa_txt}"
+
+
+def describe(tech: Technique, op: Operator, fam: str, evs: Sequence[Evidence]) -> str:
+    """Deterministic text from the features: the technique, what the commits did, what they claimed."""
+    lines = [f"{TECHNIQUE_DESCRIPTIONS[tech]} in {op.value} code for {FAMILY_NAMES.get(fam, fam)}."]
+    insights = [e.insight for e in evs if e.insight]
+    if insights:
+        lines.append(insights[0])
+    signals = []
+    for e in evs:
+        for r in e.classification.reasons:
+            if f"{tech.value}:" in r and "message says" not in r:
+                signals.append(r.split(": ", 2)[-1])
+    techs_reason = [r for e in evs for r in e.classification.reasons if r.startswith("+") and "diff shows" in r]
+    if signals:
+        lines.append("Seen in the diffs: " + "; ".join(dict.fromkeys(signals[:3])) + ".")
+    elif techs_reason:
+        lines.append("Seen in the diffs: " + techs_reason[0].split("diff shows ", 1)[-1] + ".")
+    titles = "; ".join(f"{e.title[:80]!r} ({e.sha[:9]})" for e in evs[:3])
+    lines.append(f"Evidence: {len(evs)} commit{'s' if len(evs) != 1 else ''}, e.g. {titles}.")
+    claims = [x for e in evs for x in e.classification.perf_claims]
+    if claims:
+        g = geometric_mean(claims)
+        lines.append(f"Reported speedups: {', '.join(f'{x:g}x' for x in claims[:5])} (geometric mean {g:.2f}x).")
+    return " ".join(lines)
+
+
+def pick_example(tech: Technique, evs: Sequence[Evidence]) -> tuple[str, str]:
+    """A trimmed before/after hunk from the best evidence, preferring hunks that show the technique."""
+    rx = TECHNIQUE_CODE.get(tech)
+    best: tuple[int, str, str, str] | None = None
+    for e in evs[:8]:
+        if not e.patch:
+            continue
+        for path, hunk in diff_stats(e.patch).hunks:
+            changed = [ln for ln in hunk.split("\n") if ln[:1] in "+-"]
+            if not changed:
+                continue
+            text = "\n".join(changed)
+            hits = len(rx.findall(text)) if rx else 0
+            intr = len(re.findall(r"__riscv_\w+|_mm\d*_\w+|\bv\w+q_\w+|\bsv\w+_[suf]\d+|__l[a]?sx_\w+|vec_\w+", text))
+            rank = hits * 10 + min(intr, 20) + min(len(changed), 30) // 10
+            if best is None or rank > best[0]:
+                best = (rank, e.sha, path, hunk)
+    if best is None:
+        return "", ""
+    _, sha, path, hunk = best
+    lines = hunk.split("\n")
+    if len(lines) > EXAMPLE_MAX_LINES:
+        lines = [*lines[:EXAMPLE_MAX_LINES], f"... ({len(lines) - EXAMPLE_MAX_LINES} more lines)"]
+    code = f"// {path} @ {sha[:9]}\n" + "\n".join(lines)
+    idents = sorted(
+        set(
+            re.findall(
+                r"\b(?:__riscv_\w+|_mm\d*_\w+|v\w+q_[suf]\d+\w*|sv\w+_[suf]\d+\w*|__l[a]?sx_\w+|"
+                r"vec_\w+|v[a-z]+\d*_v[vxf]\w*)\b",
+                code,
+            )
+        )
+    )
+    return code, " ".join(idents[:60])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Near-duplicate merging
+
+
+def merge_near_duplicates(
+    drafts: dict[str, ThoughtDraft],
+    embed: Callable[[list[str]], np.ndarray],
+    threshold: float,
+    keep: set[str] = frozenset(),  # type: ignore[assignment]
+) -> dict[str, ThoughtDraft]:
+    """Fold a thought into an earlier one of the same operator and ISA family when their texts nearly match.
+
+    Deterministic: candidates are visited in id order and the one with more evidence (then the smaller
+    id) survives; ids in `keep` (already in the graph) always survive.
+    """
+    ids = sorted(drafts)
+    if len(ids) < 2:
+        return drafts
+    texts = [f"{drafts[i].title}\n{drafts[i].description.split(' Evidence:')[0]}" for i in ids]
+    vecs = embed(texts)
+    sims = vecs @ vecs.T
+    alive = dict(drafts)
+    for a_idx, a in enumerate(ids):
+        if a not in alive:
+            continue
+        for b_idx in range(a_idx + 1, len(ids)):
+            b = ids[b_idx]
+            if b not in alive:
+                continue
+            da, db = alive[a], alive[b]
+            if da.operator != db.operator or ISA_FAMILY[da.isa] != ISA_FAMILY[db.isa]:
+                continue
+            if float(sims[a_idx, b_idx]) < threshold:
+                continue
+            winner, loser = _survivor(da, db, keep)
+            winner.evidence = sorted(set(winner.evidence) | set(loser.evidence))
+            winner.claims = winner.claims + loser.claims
+            winner.merged_from.append(loser.id)
+            alive.pop(loser.id)
+            if loser.id == a:
+                break
+    return alive
+
+
+def _survivor(a: ThoughtDraft, b: ThoughtDraft, keep: set[str]) -> tuple[ThoughtDraft, ThoughtDraft]:
+    if (a.id in keep) != (b.id in keep):
+        return (a, b) if a.id in keep else (b, a)
+    if len(a.evidence) != len(b.evidence):
+        return (a, b) if len(a.evidence) > len(b.evidence) else (b, a)
+    return (a, b) if a.id < b.id else (b, a)
