@@ -113,3 +113,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # ======================================================================================================
 # end of the Neo4j section
 # ======================================================================================================
+
+
+# ======================================================================================================
+# Knowledge layer (owner: knowledge/). The real bundled embedding model, loaded once per session.
+#
+#   embedder        session: knowledge.embeddings.Embedder with the bundled all-MiniLM-L6-v2.
+#   container       function: service.bootstrap.Container on the test Neo4j, an emptied graph, a private
+#                   home (FAISS files, caches) and the session's embedder.
+# ======================================================================================================
+
+
+@pytest.fixture(scope="session")
+def embedder(tmp_path_factory: pytest.TempPathFactory):
+    from knowledge.embeddings import Embedder
+
+    return Embedder.from_settings(Settings(home=tmp_path_factory.mktemp("embed-home")))
+
+
+@pytest.fixture
+def container(neo4j_settings: Settings, store: GraphStore, embedder, tmp_path: Path):
+    from service.bootstrap import Container
+
+    settings = neo4j_settings.model_copy(update={"home": tmp_path / "home"})
+    c = Container(settings)
+    c.__dict__["store"] = store  # share the session's connection; the fixture emptied it
+    c.__dict__["embedder"] = embedder
+    return c
+
+
+# ======================================================================================================
+# end of the knowledge section
+# ======================================================================================================
