@@ -1,0 +1,476 @@
+"""Evaluate a candidate kernel: a cascade of cheap checks first, then correctness, then timing.
+
+    flags allow-list -> static check -> compile + link -> correctness run (every size, sandboxed)
+    -> timing (cost model cycles under qemu, or real seconds on a board / this host)
+
+Every stage can stop the cascade with a status and a short `feedback` an LLM can act on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import signal
+import tempfile
+import time
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from core.errors import EokError
+from core.settings import Settings, get_settings
+from evaluator import harness, safety
+from evaluator.runners import Runner, get_runner
+from evaluator.runners.qemu import QemuRunner, model_available, model_cache_dir
+from evaluator.sandbox import OOM_MARKER, Limits, RunOutput
+from evaluator.targets import TargetProfile, load_target
+from evaluator.tasks import KernelTask
+from evaluator.toolchain import (
+    Build,
+    CompileDiagnostic,
+    CompileFailed,
+    Toolchain,
+    check_cflags,
+    compiler_version,
+)
+
+BASELINE_CACHE_VERSION = "1"
+
+
+class EvalStatus(StrEnum):
+    OK = "ok"
+    WRONG = "wrong"
+    COMPILE_ERROR = "compile_error"
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+    REJECTED = "rejected"
+
+
+class Candidate(BaseModel):
+    code: str
+    cflags: list[str] = []
+    label: str = "candidate"
+
+    @property
+    def code_hash(self) -> str:
+        return hashlib.sha256((self.code + "\0" + " ".join(self.cflags)).encode()).hexdigest()[:16]
+
+
+class EvalResult(BaseModel):
+    status: EvalStatus
+    speedup: float | None = None
+    baseline_cycles: float | None = None
+    candidate_cycles: float | None = None
+    baseline_seconds: float | None = None
+    candidate_seconds: float | None = None
+    measurement: str | None = None  # modeled | measured | native (None when nothing was timed)
+    max_error: float | None = None
+    norm_error: float | None = None
+    feedback: str = ""
+    compile_errors: list[CompileDiagnostic] = []
+    sizes_checked: int = 0
+    duration_s: float = 0.0
+    code_hash: str = ""
+    # Context, for records and reports.
+    task: str = ""
+    target: str = ""
+    runner: str = ""
+    label: str = ""
+    model: str | None = None  # cost model id when measurement == "modeled"
+    approximate: bool = False  # the cost model is a proxy for this core
+    limit_hit: str | None = None  # time | cpu | memory | output when a limit stopped the run
+    stages_s: dict[str, float] = Field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == EvalStatus.OK
+
+
+class _Stop(Exception):
+    """Ends the cascade early with a finished result."""
+
+    def __init__(self, result: EvalResult) -> None:
+        super().__init__(result.feedback)
+        self.result = result
+
+
+class Evaluator:
+    """Evaluates candidates for (task, target, runner). Thread-safe: every evaluation has its own dir."""
+
+    def __init__(self, settings: Settings | None = None, *, seed: int = 1, keep_workdirs: bool = False) -> None:
+        self.settings = settings or get_settings()
+        self.seed = seed
+        self.keep_workdirs = keep_workdirs
+        cache = self.settings.home / "cache"
+        self.toolchain = Toolchain(cache / "objects")
+        self.baseline_dir = cache / "baselines"
+        self.baseline_dir.mkdir(parents=True, exist_ok=True)
+
+    # ----------------------------------------------------------------------------------- public API
+
+    def evaluate(
+        self,
+        task: KernelTask,
+        target: TargetProfile,
+        candidate: Candidate,
+        runner: str | Runner | None = None,
+    ) -> EvalResult:
+        run = self._runner(runner, target)
+        target = self._effective_target(run, target)
+        t0 = time.monotonic()
+        result = EvalResult(
+            status=EvalStatus.OK,
+            code_hash=candidate.code_hash,
+            task=task.name,
+            target=target.key,
+            runner=run.name,
+            label=candidate.label,
+        )
+        workdir = Path(tempfile.mkdtemp(prefix="eok-eval-"))
+        build: Build | None = None
+        try:
+            build = self._prepare(task, target, candidate, run, workdir, result)
+            self._check(task, target, run, build, result)
+            self._time(task, target, run, build, result)
+        except _Stop as stop:
+            result = stop.result
+        finally:
+            if build is not None:
+                with contextlib.suppress(Exception):
+                    run.release(build)
+            if not self.keep_workdirs:
+                shutil.rmtree(workdir, ignore_errors=True)
+        result.duration_s = time.monotonic() - t0
+        return result
+
+    def baseline(self, task: KernelTask, target: TargetProfile, runner: str | Runner | None = None) -> EvalResult:
+        """The reference built with the target's baseline flags, evaluated as a candidate; cached on disk."""
+        run = self._runner(runner, target)
+        target = self._effective_target(run, target)
+        path = self.baseline_dir / f"{self._baseline_key(task, target, run)}.json"
+        if path.exists():
+            with contextlib.suppress(ValueError, OSError):
+                return EvalResult.model_validate_json(path.read_text())
+        cand = Candidate(code=task.reference_code, label="baseline")
+        result = self.evaluate(task, target, cand, run)
+        if result.ok:
+            if result.measurement == "modeled":
+                result.baseline_cycles = result.candidate_cycles
+            result.speedup = 1.0 if result.speedup is not None else None
+            _atomic_write(path, result.model_dump_json(indent=1))
+        return result
+
+    # ------------------------------------------------------------------------------------- stages
+
+    def _runner(self, runner: str | Runner | None, target: TargetProfile) -> Runner:
+        if runner is None:
+            runner = "native" if not target.is_riscv else self.settings.default_runner
+        run = get_runner(runner, self.settings) if isinstance(runner, str) else runner
+        run.check(target)
+        return run
+
+    @staticmethod
+    def _effective_target(run: Runner, target: TargetProfile) -> TargetProfile:
+        # A native run builds for this host whatever target was asked for; the result says "host".
+        return load_target("host") if run.build_kind == "host" else target
+
+    def _limits(self) -> Limits:
+        return Limits(wall_s=self.settings.eval_timeout_s, memory_mb=self.settings.eval_memory_mb)
+
+    def _prepare(
+        self,
+        task: KernelTask,
+        target: TargetProfile,
+        cand: Candidate,
+        run: Runner,
+        workdir: Path,
+        result: EvalResult,
+    ) -> Build:
+        t = time.monotonic()
+        flags, problem = check_cflags(cand.cflags)
+        if problem:
+            raise _Stop(_with(result, status=EvalStatus.REJECTED, feedback=f"rejected: {problem}"))
+        violations = safety.check_directives(cand.code, frozenset(target.extra_headers))
+        if not violations:
+            try:
+                pre = self.toolchain.preprocess(cand.code, target, run.build_kind, workdir)
+            except CompileFailed as e:
+                raise _Stop(_compile_error(result, e, cand.code)) from None
+            violations = safety.check_preprocessed(pre, task.function_name)
+        result.stages_s["static_check"] = time.monotonic() - t
+        if violations:
+            more = f" (+{len(violations) - 3} more)" if len(violations) > 3 else ""
+            text = "; ".join(str(v) for v in violations[:3])
+            raise _Stop(_with(result, status=EvalStatus.REJECTED, feedback=f"rejected: {text}{more}"))
+        t = time.monotonic()
+        try:
+            build = self.toolchain.build(task, target, run.build_kind, cand.code, flags, workdir)
+        except CompileFailed as e:
+            raise _Stop(_compile_error(result, e, cand.code)) from None
+        result.stages_s["compile"] = time.monotonic() - t
+        return build
+
+    def _check(self, task: KernelTask, target: TargetProfile, run: Runner, build: Build, result: EvalResult) -> None:
+        t = time.monotonic()
+        out = run.execute(build, ["check", str(self.seed)], target, self._limits())
+        result.stages_s["check"] = time.monotonic() - t
+        record = _record(out, "check")
+        if record is None:
+            raise _Stop(_run_failure(result, out, "correctness check"))
+        result.max_error = _num(record.get("max_abs_err"))
+        result.norm_error = _num(record.get("norm_err"))
+        result.sizes_checked = int(record.get("sizes_checked", 0))
+        if not record.get("ok"):
+            raise _Stop(_with(result, status=EvalStatus.WRONG, feedback=_wrong_feedback(task, record)))
+
+    def _time(self, task: KernelTask, target: TargetProfile, run: Runner, build: Build, result: EvalResult) -> None:
+        t = time.monotonic()
+        try:
+            if run.measurement == "modeled":
+                self._time_modeled(task, target, run, build, result)
+            else:
+                self._time_measured(run, target, build, result)
+        finally:
+            result.stages_s["timing"] = time.monotonic() - t
+        result.feedback = _ok_feedback(result)
+
+    def _time_modeled(
+        self, task: KernelTask, target: TargetProfile, run: Runner, build: Build, result: EvalResult
+    ) -> None:
+        if not isinstance(run, QemuRunner) or not target.cost_model:
+            result.feedback = "correct; this target has no cost model, so there is no timing"
+            return
+        if not model_available():
+            result.feedback = "correct; the cost model (evaluator/costmodel.py) is not installed, so no timing"
+            return
+        key = f"{self._baseline_key(task, target, run)}-model"
+        base = self._cached_json(key)
+        try:
+            if base is None:
+                base = self._model(run, build, target, "base").model_dump()
+                _atomic_write(self.baseline_dir / f"{key}.json", json.dumps(base))
+            cand = self._model(run, build, target, "cand")
+        except EokError as e:
+            result.feedback = f"correct; modeled timing failed: {e.message}"
+            return
+        clock = target.clock_ghz * 1e9
+        result.measurement = "modeled"
+        result.baseline_cycles = float(base["cycles"])
+        result.candidate_cycles = cand.cycles
+        result.baseline_seconds = result.baseline_cycles / clock if clock else None
+        result.candidate_seconds = cand.cycles / clock if clock else None
+        result.speedup = result.baseline_cycles / cand.cycles if cand.cycles > 0 else None
+        result.model = cand.model
+        result.approximate = cand.approximate or bool(base.get("approximate"))
+
+    def _model(self, run: QemuRunner, build: Build, target: TargetProfile, which: str) -> Any:
+        from evaluator.costmodel import model_kernel_cycles
+
+        argv = run.model_argv(build, target, which, self._limits())
+        return model_kernel_cycles(
+            build.binary,
+            argv,
+            model_cache_dir(self.settings.home),
+            mcpu=target.cost_model,
+            timeout_s=self.settings.eval_timeout_s,
+        )
+
+    def _time_measured(self, run: Runner, target: TargetProfile, build: Build, result: EvalResult) -> None:
+        out = run.execute(build, ["bench"], target, self._limits())
+        record = _record(out, "bench")
+        if record is None:
+            raise _Stop(_run_failure(result, out, "timing run"))
+        base_ns, cand_ns = _num(record.get("base_ns")), _num(record.get("cand_ns"))
+        result.measurement = run.measurement
+        result.baseline_seconds = base_ns * 1e-9 if base_ns is not None else None
+        result.candidate_seconds = cand_ns * 1e-9 if cand_ns is not None else None
+        if base_ns and cand_ns:
+            result.speedup = base_ns / cand_ns
+
+    # ------------------------------------------------------------------------------------ caching
+
+    def _baseline_key(self, task: KernelTask, target: TargetProfile, run: Runner) -> str:
+        parts = [
+            BASELINE_CACHE_VERSION,
+            harness.HARNESS_VERSION,
+            task.content_hash,
+            target.model_dump_json(),
+            run.name,
+            run.build_kind,
+            compiler_version(),
+            str(self.seed),
+        ]
+        digest = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
+        return f"{task.name}-{target.key}-{run.name}-{digest}"
+
+    def _cached_json(self, key: str) -> dict[str, Any] | None:
+        path = self.baseline_dir / f"{key}.json"
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+
+
+# ---------------------------------------------------------------------------------------- helpers
+
+
+def _with(result: EvalResult, **changes: Any) -> EvalResult:
+    return result.model_copy(update=changes)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_suffix(f".{os.getpid()}.{time.monotonic_ns()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _num(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}.get(value)
+    return float(value)
+
+
+def _fmt(value: Any) -> str:
+    v = _num(value)
+    return "?" if v is None else f"{v:.6g}"
+
+
+def _record(out: RunOutput, mode: str) -> dict[str, Any] | None:
+    """The harness's JSON record, if the run finished and printed one."""
+    if out.timed_out or out.flooded or out.returncode != 0:
+        return None
+    for line in reversed(out.stdout.splitlines()):
+        if line.startswith("{"):
+            with contextlib.suppress(ValueError):
+                record = json.loads(line)
+                if record.get("mode") == mode:
+                    return record
+    return None
+
+
+def _compile_error(result: EvalResult, e: CompileFailed, code: str) -> EvalResult:
+    lines = code.splitlines()
+    parts = []
+    for d in e.diagnostics[:3]:
+        where = f"line {d.line}:{d.col}: " if d.line else ""
+        src = f" | {lines[d.line - 1].strip()[:80]}" if 0 < d.line <= len(lines) else ""
+        parts.append(f"{where}{d.message}{src}")
+    more = f" (+{len(e.diagnostics) - 3} more)" if len(e.diagnostics) > 3 else ""
+    return _with(
+        result,
+        status=EvalStatus.COMPILE_ERROR,
+        compile_errors=e.diagnostics,
+        feedback="compile error: " + "; ".join(parts) + more,
+    )
+
+
+def _where(stderr: str) -> str:
+    """From the harness's progress lines: which kernel was running at which size."""
+    for line in reversed(stderr.splitlines()):
+        if line.startswith("eok: trial "):
+            words = line.split()
+            who = "the reference" if words[-1] == "reference" else "the candidate"
+            return f" while running {who} at size {words[5]}"
+    return ""
+
+
+def _run_failure(result: EvalResult, out: RunOutput, stage: str) -> EvalResult:
+    limit = out.limit_hit
+    where = _where(out.stderr)
+    if out.timed_out:
+        return _with(
+            result,
+            status=EvalStatus.TIMEOUT,
+            limit_hit="time",
+            feedback=f"timeout: no result within the {out.wall_s:.0f} s limit{where} (infinite loop or far too slow?)",
+        )
+    if limit == "cpu":
+        return _with(result, status=EvalStatus.TIMEOUT, limit_hit="cpu", feedback=f"timeout: CPU-time limit hit{where}")
+    if limit == "output":
+        return _with(
+            result,
+            status=EvalStatus.CRASHED,
+            limit_hit="output",
+            feedback="crashed: output limit hit (flooding output)",
+        )
+    if limit == "memory":
+        line = next((ln for ln in out.stderr.splitlines() if OOM_MARKER in ln), "memory allocation failed")
+        return _with(
+            result,
+            status=EvalStatus.CRASHED,
+            limit_hit="memory",
+            feedback=f"crashed: memory limit hit{where}: {line.removeprefix('eok: ')}",
+        )
+    if out.signal:
+        name = signal.Signals(out.signal).name if out.signal in signal.Signals._value2member_map_ else str(out.signal)
+        hint = {
+            "SIGSEGV": "invalid memory access (out-of-bounds index or pointer?)",
+            "SIGBUS": "misaligned or invalid access",
+            "SIGILL": "illegal instruction (an extension this core lacks?)",
+            "SIGFPE": "arithmetic exception (integer division by zero?)",
+            "SIGABRT": "aborted (failed assert?)",
+        }.get(name, "killed by a signal")
+        return _with(result, status=EvalStatus.CRASHED, feedback=f"crashed: {name}, {hint}{where}")
+    harness_error = next((ln for ln in out.stderr.splitlines() if ln.startswith("eok: harness error")), "")
+    detail = harness_error or (out.stderr.strip().splitlines() or [""])[-1][:200]
+    return _with(
+        result,
+        status=EvalStatus.CRASHED,
+        feedback=f"crashed: {stage} exited with code {out.returncode} and no result{where}. {detail}".strip(),
+    )
+
+
+def _size_text(size: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in size.items())
+
+
+def _wrong_feedback(task: KernelTask, record: dict[str, Any]) -> str:
+    f = record.get("failure") or {}
+    size = _size_text(f.get("size", {}))
+    arg, idx = f.get("arg", "?"), f.get("index", 0)
+    what = f.get("what")
+    tol = task.tolerance
+    if what == "ret_mismatch":
+        return f"wrong at size {size}: returned {_fmt(f.get('got'))}, expected {_fmt(f.get('want'))}"
+    if what == "wrote_past_end":
+        return f"wrong at size {size}: wrote past the end of {arg} (element {arg}[{idx}]; it has {f.get('count')})"
+    if what == "wrote_before_start":
+        return f"wrong at size {size}: wrote before the start of {arg} (element {arg}[{idx}])"
+    if what == "input_modified":
+        return f"wrong at size {size}: modified the input {arg} (element {arg}[{idx}])"
+    if what == "norm":
+        return (
+            f"wrong at size {size}: {arg} as a whole is off: normalized error {_fmt(f.get('norm'))} > "
+            f"{_fmt(f.get('tol'))} although each element is within atol (all zeros, or wrong scale?)"
+        )
+    unwritten = " (never written: still the poison value)" if f.get("unwritten") else ""
+    return (
+        f"wrong at size {size}: {arg}[{idx}] = {_fmt(f.get('got'))}, expected {_fmt(f.get('want'))}{unwritten}; "
+        f"{f.get('bad')} of {f.get('compared')} elements differ by more than {tol.atol:g} + {tol.rtol:g}*|expected|"
+    )
+
+
+def _ok_feedback(result: EvalResult) -> str:
+    if result.feedback:  # timing could not be done; say why
+        return result.feedback
+    sizes = f"correct on {result.sizes_checked} sizes"
+    if result.speedup is None:
+        return sizes
+    faster = f"{result.speedup:.2f}x the baseline's speed"
+    if result.measurement == "modeled":
+        approx = ", approximate model" if result.approximate else ""
+        return (
+            f"{sizes}; {faster} (modeled cycles {result.candidate_cycles:.0f} vs baseline "
+            f"{result.baseline_cycles:.0f}{approx})"
+        )
+    return (
+        f"{sizes}; {faster} ({result.measurement} {result.candidate_seconds * 1e6:.2f} us vs baseline "
+        f"{result.baseline_seconds * 1e6:.2f} us per call)"
+    )

@@ -1,0 +1,139 @@
+"""Run harnesses on a real board over SSH: copy with scp, run pinned with taskset, read the JSON record.
+
+The board needs sshd, `taskset` and `timeout` (util-linux, coreutils: present on Bianbu and Debian).
+On the board the binary runs as the SSH user under `ulimit` limits and `timeout -s KILL`, in its own
+directory under `remote_dir`; there is no uid or network isolation there, so point EoK at a board (or
+an account) used for benchmarking only.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shlex
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+from core.errors import InvalidInput, Unavailable
+from core.settings import Settings
+from evaluator.runners.base import Measurement
+from evaluator.sandbox import Limits, RunOutput, run
+from evaluator.targets import TargetProfile
+from evaluator.toolchain import Build, BuildKind
+
+SSH_SLACK_S = 20.0  # connection set-up on top of the program's own wall limit
+
+
+class SshRunner:
+    name = "ssh"
+    measurement: Measurement = "measured"
+
+    def __init__(
+        self,
+        host: str,
+        user: str | None = None,
+        port: int = 22,
+        key: Path | None = None,
+        *,
+        core: int = 0,
+        remote_dir: str = "/tmp",
+        known_hosts: Path | None = None,
+        build_kind: BuildKind = "board",
+        connect_timeout_s: float = 10.0,
+    ) -> None:
+        self.host, self.user, self.port, self.key = host, user, port, key
+        self.core, self.remote_dir, self.known_hosts = core, remote_dir, known_hosts
+        # "board" builds use the core's full ISA; "emulator" is for boards that are really qemu stand-ins.
+        self.build_kind: BuildKind = build_kind
+        self.connect_timeout_s = connect_timeout_s
+        self._copies: dict[Path, str] = {}
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SshRunner:
+        if not settings.ssh_host:
+            raise InvalidInput("the ssh runner needs a board", "set EOK_SSH_HOST (and EOK_SSH_USER, EOK_SSH_KEY)")
+        return cls(
+            settings.ssh_host,
+            settings.ssh_user,
+            settings.ssh_port,
+            settings.ssh_key,
+            known_hosts=settings.home / "ssh_known_hosts",
+        )
+
+    @property
+    def destination(self) -> str:
+        return f"{self.user}@{self.host}" if self.user else self.host
+
+    def check(self, target: TargetProfile) -> None:
+        if not target.is_riscv:
+            raise InvalidInput(f"target {target.key!r} is not RISC-V", "use --runner native for the host target")
+        for tool in ("ssh", "scp"):
+            if not shutil.which(tool):
+                raise Unavailable(f"{tool} not found", "apt-get install openssh-client")
+
+    def _options(self) -> list[str]:
+        opts = [
+            "-o", "BatchMode=yes",
+            "-o", f"ConnectTimeout={int(self.connect_timeout_s)}",
+            "-o", "StrictHostKeyChecking=accept-new",
+            "-o", "LogLevel=ERROR",
+        ]  # fmt: skip
+        if self.known_hosts:
+            self.known_hosts.parent.mkdir(parents=True, exist_ok=True)
+            opts += ["-o", f"UserKnownHostsFile={self.known_hosts}"]
+        if self.key:
+            opts += ["-i", str(self.key), "-o", "IdentitiesOnly=yes"]
+        return opts
+
+    def _ssh(self, command: str, cwd: Path, limits: Limits) -> RunOutput:
+        argv = ["ssh", *self._options(), "-p", str(self.port), self.destination, command]
+        local = replace(limits, wall_s=limits.wall_s + SSH_SLACK_S, isolate=False, memory_mb=max(limits.memory_mb, 512))
+        return run(argv, cwd, local, env=_ssh_env())
+
+    def _upload(self, build: Build, limits: Limits) -> str | RunOutput:
+        if build.binary in self._copies:
+            return self._copies[build.binary]
+        remote = f"{self.remote_dir.rstrip('/')}/eok-{secrets.token_hex(6)}"
+        made = self._ssh(f"mkdir -p {shlex.quote(remote)}", build.workdir, limits)
+        if made.returncode != 0:
+            return made
+        argv = ["scp", *self._options(), "-P", str(self.port), "-q", build.binary.name, f"{self.destination}:{remote}/"]
+        local = replace(limits, wall_s=limits.wall_s + SSH_SLACK_S, isolate=False, memory_mb=max(limits.memory_mb, 512))
+        copied = run(argv, build.workdir, local, env=_ssh_env())
+        if copied.returncode != 0:
+            return copied
+        self._copies[build.binary] = remote
+        return remote
+
+    def execute(self, build: Build, args: list[str], target: TargetProfile, limits: Limits) -> RunOutput:
+        remote = self._upload(build, limits)
+        if isinstance(remote, RunOutput):
+            remote.extra["stage"] = "upload"
+            return remote
+        cpu = int(limits.cpu_s if limits.cpu_s is not None else limits.wall_s + 1) + 1
+        ulimits = f"ulimit -t {cpu} -v {limits.memory_mb << 10} -f {limits.fsize_mb << 10} -c 0"
+        run_cmd = " ".join(shlex.quote(a) for a in ["./" + build.binary.name, *args])
+        command = (
+            f"cd {shlex.quote(remote)} && {ulimits} && "
+            f"exec timeout -s KILL {limits.wall_s:.0f} taskset -c {self.core} {run_cmd}"
+        )
+        out = self._ssh(command, build.workdir, limits)
+        if out.returncode == 137 and not out.timed_out:  # timeout -s KILL on the board
+            out.timed_out = True
+        return out
+
+    def release(self, build: Build) -> None:
+        remote = self._copies.pop(build.binary, None)
+        if remote:
+            self._ssh(f"rm -rf {shlex.quote(remote)}", build.workdir, Limits(wall_s=20))
+
+
+def _ssh_env() -> dict[str, str]:
+    import os
+
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"}
+    if "HOME" in os.environ:
+        env["HOME"] = os.environ["HOME"]  # ~/.ssh for keys and config when no key file is given
+    if "SSH_AUTH_SOCK" in os.environ:
+        env["SSH_AUTH_SOCK"] = os.environ["SSH_AUTH_SOCK"]
+    return env

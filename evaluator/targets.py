@@ -1,0 +1,86 @@
+"""Target machines as data: evaluator/targets/<key>.toml, one file per core type (sources inside)."""
+
+from __future__ import annotations
+
+import tomllib
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from core.errors import InvalidInput, NotFound
+
+TARGETS_DIR = Path(__file__).resolve().parent / "targets"
+
+
+class TargetProfile(BaseModel):
+    """One core type: how to compile for it, how to emulate it, and the numbers a report quotes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    key: str
+    name: str
+    description: str
+    arch: Literal["riscv64", "host"]
+    march: str  # the core's full ISA (board builds when mcpu is empty)
+    mcpu: str  # clang -mcpu for board builds; "" when this clang has no such CPU
+    mtune: str  # scheduling model used with -march builds
+    emulator_march: str  # the subset qemu-user 7.2 can execute
+    vlen: int
+    dlen: int
+    elen: int
+    issue: int
+    out_of_order: bool
+    clock_ghz: float
+    clock_ghz_max: float
+    l1d_kb: int
+    l2_kb: int
+    cache_line: int
+    baseline_cflags: list[str]
+    qemu_cpu: str
+    cost_model: str  # "" = none; else the mcpu key evaluator.costmodel prices (spacemit-x60, ...)
+    modeled_exact: bool  # the cost model is this core's own model (not a proxy)
+    extra_headers: list[str] = []  # headers a candidate may include on this target beyond the default list
+    sources: list[str] = []
+
+    @property
+    def is_riscv(self) -> bool:
+        return self.arch == "riscv64"
+
+    def isa_flags(self, build: Literal["emulator", "board", "host"]) -> list[str]:
+        """Flags selecting ISA and tuning. Emulator builds avoid extensions qemu 7.2 cannot run."""
+        if build == "host" or not self.is_riscv:
+            return [f"-march={self.march}"] if self.march else []
+        if build == "emulator":
+            return [f"-march={self.emulator_march}", *([f"-mtune={self.mtune}"] if self.mtune else [])]
+        if self.mcpu:
+            return [f"-mcpu={self.mcpu}"]
+        return [f"-march={self.march}", *([f"-mtune={self.mtune}"] if self.mtune else [])]
+
+
+def load_target(key: str) -> TargetProfile:
+    """The target named `key` (a file stem in evaluator/targets/), or a path to a target TOML."""
+    path = Path(key) if key.endswith(".toml") else TARGETS_DIR / f"{key}.toml"
+    if not path.is_file():
+        known = ", ".join(t.key for t in list_targets())
+        raise NotFound(f"unknown target {key!r}", f"known targets: {known}")
+    return _load(path)
+
+
+def list_targets() -> list[TargetProfile]:
+    return [_load(p) for p in sorted(TARGETS_DIR.glob("*.toml"))]
+
+
+@cache
+def _load(path: Path) -> TargetProfile:
+    try:
+        target = TargetProfile.model_validate(tomllib.loads(path.read_text()))
+    except tomllib.TOMLDecodeError as e:
+        raise InvalidInput(f"{path}: not valid TOML: {e}") from None
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise InvalidInput(f"{path}: field '{field}': {err['msg']}", "see evaluator/targets/k1-x60.toml") from None
+    if target.key != path.stem and path.parent == TARGETS_DIR:
+        raise InvalidInput(f"{path}: field 'key': {target.key!r} differs from the file name {path.stem!r}")
+    return target

@@ -1,0 +1,268 @@
+"""Build harness binaries: clang-22 for riscv64-linux-gnu (static, no PIE) or for the host.
+
+Objects that do not depend on the candidate (harness, reference, baseline) are cached on disk by a key
+of everything that shapes them (sources, flags, compiler version), so an evaluation compiles only the
+candidate and links. Candidate flags are checked against an allow-list; compiler errors come back as
+structured diagnostics with line numbers of the candidate file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from core.errors import Unavailable
+from evaluator import harness
+from evaluator.sandbox import Limits, run
+from evaluator.targets import TargetProfile
+from evaluator.tasks import KernelTask
+
+CLANG = os.environ.get("EOK_CLANG", "clang-22")
+RISCV_TRIPLE = "riscv64-linux-gnu"
+CANDIDATE_FILE = "candidate.c"
+BuildKind = Literal["emulator", "board", "host"]
+# Symbols wrapped so a candidate's failed allocation is reported as hitting the memory limit.
+WRAPPED = ("malloc", "calloc", "realloc", "aligned_alloc", "posix_memalign")
+COMMON_FLAGS = [
+    "-std=gnu11",
+    "-fno-color-diagnostics",
+    "-fno-caret-diagnostics",
+    "-ferror-limit=20",
+    "-Werror=implicit-function-declaration",
+    "-Werror=return-type",
+    "-Werror=incompatible-function-pointer-types",
+]
+COMPILE_LIMITS = Limits(wall_s=120, memory_mb=4096, fsize_mb=256, nproc=256, nofile=256, isolate=False)
+PREPROCESS_LIMITS = Limits(
+    wall_s=60,
+    memory_mb=4096,
+    fsize_mb=16,
+    nproc=256,
+    nofile=256,
+    output_bytes=16 << 20,
+    flood_bytes=32 << 20,
+    isolate=False,
+)
+
+
+class CompileDiagnostic(BaseModel):
+    line: int
+    col: int
+    message: str
+    severity: str = "error"
+
+
+class CompileFailed(Exception):
+    def __init__(self, diagnostics: list[CompileDiagnostic], log: str) -> None:
+        super().__init__(log)
+        self.diagnostics = diagnostics
+        self.log = log
+
+
+# ------------------------------------------------------------------------------------------- cflags
+
+_O_LEVELS = {"-O0", "-O1", "-O2", "-O3", "-Os", "-Oz", "-Ofast"}
+_F_FLAGS = re.compile(
+    r"^-f(no-)?(unroll-loops|vectorize|slp-vectorize|fast-math|math-errno|trapping-math|finite-math-only|"
+    r"signed-zeros|reciprocal-math|associative-math|honor-nans|honor-infinities|approx-func|"
+    r"unsafe-math-optimizations|strict-aliasing|omit-frame-pointer|builtin|inline-functions|"
+    r"inline|jump-tables|merge-all-constants)$|^-ffp-contract=(fast|on|off)$"
+)
+_MLLVM_OPTIONS = re.compile(
+    r"^-(force-vector-width|force-vector-interleave|riscv-v-register-bit-width-lmul|unroll-threshold|"
+    r"unroll-count|unroll-max-count|unroll-partial-threshold|slp-threshold|riscv-v-vector-bits-min|"
+    r"prefer-predicate-over-epilogue|force-tail-folding-style|max-interleave-group-factor|"
+    r"small-loop-cost|vectorizer-min-trip-count|inline-threshold)=[\w.-]+$|"
+    r"^-(vectorizer-maximize-bandwidth|enable-interleaved-mem-accesses|enable-masked-interleaved-mem-accesses|"
+    r"unroll-runtime|enable-loop-distribute|extra-vectorizer-passes|enable-loopinterchange)(=(true|false|0|1))?$"
+)
+_DEFINE = re.compile(r"^-D(?!eok_)[A-Za-z_]\w*(=[\w.+-]*)?$")
+_LMUL = re.compile(r"^-mrvv-max-lmul=m(1|2|4|8)$")
+_WARN = re.compile(r"^-W(no-)?[a-z][a-z0-9-]*$")
+
+
+def check_cflags(flags: list[str]) -> tuple[list[str], str | None]:
+    """Translate allowed candidate flags to clang flags; (flags, None) or ([], reason for rejecting)."""
+    out: list[str] = []
+    it = iter(flags)
+    for flag in it:
+        if flag in _O_LEVELS or _F_FLAGS.match(flag) or _DEFINE.match(flag) or _WARN.match(flag):
+            out.append(flag)
+        elif m := _LMUL.match(flag):  # GCC's spelling; clang takes it as an LLVM option
+            out += ["-mllvm", f"-riscv-v-register-bit-width-lmul={m.group(1)}"]
+        elif flag.startswith("-mrvv-vector-bits=") and re.match(r"^-mrvv-vector-bits=(zvl|\d+|scalable)$", flag):
+            out.append(flag)
+        elif flag in ("-mllvm", "-mllvm=") or flag.startswith("-mllvm="):
+            opt = flag.split("=", 1)[1] if flag.startswith("-mllvm=") and flag != "-mllvm=" else next(it, "")
+            if not _MLLVM_OPTIONS.match(opt):
+                return [], f"-mllvm {opt}: not an allowed LLVM option (vectorizer, unroll and LMUL options only)"
+            out += ["-mllvm", opt]
+        else:
+            return [], (
+                f"flag {flag!r} is not allowed: use -O*, -f[no-]unroll-loops, the -ffast-math family, "
+                "-mrvv-max-lmul=mN, -mllvm vectorizer/unroll options, -DNAME[=value]"
+            )
+    return out, None
+
+
+def split_cflags(text: str) -> list[str]:
+    return shlex.split(text)
+
+
+# ------------------------------------------------------------------------------------------- builds
+
+
+@cache
+def compiler_version() -> str:
+    if not shutil.which(CLANG):
+        raise Unavailable(f"{CLANG} not found", "apt-get install clang-22 lld-22 (Debian bookworm-security)")
+    out = subprocess.run([CLANG, "--version"], capture_output=True, text=True, check=True).stdout
+    return out.splitlines()[0]
+
+
+def target_flags(target: TargetProfile, kind: BuildKind) -> list[str]:
+    if kind == "host":
+        return target.isa_flags("host")
+    return [f"--target={RISCV_TRIPLE}", *target.isa_flags(kind)]
+
+
+def link_flags(kind: BuildKind) -> list[str]:
+    wrap = "-Wl," + ",".join(f"--wrap={s}" for s in WRAPPED)
+    # Static and position-dependent: fixed addresses for the cost model; no target sysroot needed at run time.
+    return ["-fuse-ld=lld", "-static", *(["-no-pie"] if kind != "host" else []), wrap, "-lm"]
+
+
+@dataclass
+class Build:
+    binary: Path
+    workdir: Path
+    kind: BuildKind
+    compile_s: float
+
+
+class Toolchain:
+    """Compiles and links harness binaries, caching candidate-independent objects under `cache_dir`."""
+
+    def __init__(self, cache_dir: Path) -> None:
+        self.cache_dir = cache_dir
+        cache_dir.mkdir(parents=True, exist_ok=True)
+
+    def build(
+        self,
+        task: KernelTask,
+        target: TargetProfile,
+        kind: BuildKind,
+        code: str,
+        cflags: list[str],
+        workdir: Path,
+    ) -> Build:
+        """Compile the candidate `code` and link it with the task's harness, reference and baseline."""
+        t0 = time.monotonic()
+        tflags = target_flags(target, kind)
+        objs = [
+            self._cached(task, "harness", harness.generate(task), [*tflags, "-O2", "-ffp-contract=off"]),
+            self._cached(
+                task,
+                "reference",
+                task.reference_code,
+                [*tflags, "-O2", "-ffp-contract=off", f"-D{task.function_name}={harness.ref_name(task)}"],
+            ),
+            self._cached(
+                task,
+                "baseline",
+                task.reference_code,
+                [*tflags, *target.baseline_cflags, f"-D{task.function_name}={harness.base_name(task)}"],
+            ),
+        ]
+        (workdir / CANDIDATE_FILE).write_text(code)
+        (workdir / "eok_prototype.h").write_text(harness.candidate_prelude(task))
+        cand_flags = [*tflags, *target.baseline_cflags, *cflags, "-include", "eok_prototype.h"]
+        self._compile(workdir, CANDIDATE_FILE, "candidate.o", cand_flags)
+        binary = workdir / "harness"
+        self._link(workdir, [*tflags, *map(str, objs), "candidate.o", *link_flags(kind), "-o", binary.name])
+        return Build(binary=binary, workdir=workdir, kind=kind, compile_s=time.monotonic() - t0)
+
+    def preprocess(self, code: str, target: TargetProfile, kind: BuildKind, workdir: Path) -> str:
+        """clang -E of the candidate alone (the safety check reads what macros expand to)."""
+        (workdir / CANDIDATE_FILE).write_text(code)
+        argv = [CLANG, *COMMON_FLAGS, *target_flags(target, kind), "-E", CANDIDATE_FILE]
+        res = run(argv, workdir, PREPROCESS_LIMITS, env=_compiler_env())
+        if res.returncode != 0 or res.truncated:
+            raise CompileFailed(parse_diagnostics(res.stderr), res.stderr or "preprocessed source too large")
+        return res.stdout
+
+    def _cached(self, task: KernelTask, role: str, source: str, flags: list[str]) -> Path:
+        key = hashlib.sha256(
+            "\0".join([harness.HARNESS_VERSION, compiler_version(), role, source, *flags]).encode()
+        ).hexdigest()[:24]
+        obj = self.cache_dir / f"{task.name}-{role}-{key}.o"
+        if obj.exists():
+            return obj
+        with tempfile.TemporaryDirectory(prefix="eok-obj-") as tmp:
+            src = Path(tmp) / f"{role}.c"
+            src.write_text(source)
+            self._compile(Path(tmp), src.name, f"{role}.o", flags)
+            # Atomic publish: concurrent evaluations may build the same object.
+            tmp_obj = obj.with_suffix(f".{os.getpid()}.tmp")
+            shutil.copyfile(Path(tmp) / f"{role}.o", tmp_obj)
+            os.replace(tmp_obj, obj)
+        return obj
+
+    def _compile(self, cwd: Path, src: str, out: str, flags: list[str]) -> None:
+        argv = [CLANG, *COMMON_FLAGS, *flags, "-c", src, "-o", out]
+        res = run(argv, cwd, COMPILE_LIMITS, env=_compiler_env())
+        if res.timed_out:
+            raise CompileFailed([CompileDiagnostic(line=0, col=0, message="compiler timed out")], "compiler timed out")
+        if res.returncode != 0:
+            raise CompileFailed(parse_diagnostics(res.stderr, src), res.stderr)
+
+    def _link(self, cwd: Path, args: list[str]) -> None:
+        res = run([CLANG, *args], cwd, COMPILE_LIMITS, env=_compiler_env())
+        if res.returncode != 0:
+            raise CompileFailed(parse_link_errors(res.stderr), res.stderr)
+
+
+def _compiler_env() -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "HOME": "/nonexistent"}
+
+
+_DIAG_RE = re.compile(
+    r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<sev>fatal error|error|warning): (?P<msg>.*)$"
+)
+
+
+def parse_diagnostics(stderr: str, source: str = CANDIDATE_FILE, limit: int = 5) -> list[CompileDiagnostic]:
+    """The first errors clang reported in `source`, or anywhere if none is in it."""
+    found: list[CompileDiagnostic] = []
+    other: list[CompileDiagnostic] = []
+    for line in stderr.splitlines():
+        m = _DIAG_RE.match(line.strip())
+        if not m or m["sev"] == "warning":
+            continue
+        diag = CompileDiagnostic(line=int(m["line"]), col=int(m["col"]), message=m["msg"], severity="error")
+        (found if Path(m["file"]).name == source else other).append(diag)
+    if found or other:
+        return (found or other)[:limit]
+    first = next((ln for ln in stderr.splitlines() if ln.strip()), "compilation failed")
+    return [CompileDiagnostic(line=0, col=0, message=first[:300])]
+
+
+def parse_link_errors(stderr: str, limit: int = 5) -> list[CompileDiagnostic]:
+    diags = []
+    for line in stderr.splitlines():
+        if "error:" in line:
+            msg = line.split("error:", 1)[1].strip()
+            diags.append(CompileDiagnostic(line=0, col=0, message=f"link: {msg}"))
+    return diags[:limit] or [CompileDiagnostic(line=0, col=0, message="link failed")]
