@@ -1,0 +1,263 @@
+"""Cost instruction sequences with llvm-mca-22, many at once, with an on-disk cache.
+
+A *unit* is what gets one cost: a loop body (one or more TBs, costed as steady-state cycles per iteration)
+or a single TB after its dynamic predecessor (costed as the cycles it adds to a single pass).
+
+Decoupled vector unit. llvm-mca's in-order pipeline retires every instruction in program order, so a 1-cycle
+`addi` waits for a 5-cycle `vfmacc` issued before it. That makes cpufp's measured X60 loop (23 independent
+`vfmacc.vf` e32 m1 + `vsetvli` + `addi` + `bnez`, 33.4 GFLOPS/core, i.e. ~1 vfmacc per cycle) model at
+31 cycles per iteration, 26 % short of the hardware. The X60 vector unit has its own register file and
+pipes (VFP, VIEU, VLS), so scalar instructions do not wait for vector write-back. We therefore cost the
+vector instructions and the scalar instructions (vsetvl* included: they issue on IEUA) of a unit as two
+llvm-mca streams and take the slower one. Units where the scalar side reads a vector result (vmv.x.s,
+vfmv.f.s, vcpop.m, vfirst.m, csrr vl...) stay one in-order stream, because there the scalar pipeline
+really waits for the vector unit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import sqlite3
+import subprocess
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from core.errors import EokError, Unavailable
+from evaluator.costmodel_elf import Insn
+from evaluator.costmodel_trace import Vtype
+
+MCA = "llvm-mca-22"
+MODEL_VERSION = 1  # bump when the costing method changes, so cached costs are not reused
+STEADY_ITERATIONS = 24  # enough for in-order X60 pipelines to reach steady state; see docs/COSTMODEL.md
+UNSUPPORTED_COST = 1.0  # cycles charged per instruction llvm-mca cannot model
+
+_ERROR_LINE_RE = re.compile(r"^[^:\n]+\.s:(\d+):\d+: error:", re.MULTILINE)
+_SKIPPED_NOTE_RE = re.compile(r"^note: instruction:\s+(\S+)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One TB's instructions and the vtype they run under (None: no vector instruction, or vill)."""
+
+    insns: tuple[Insn, ...]
+    vtype: Vtype | None
+
+    @property
+    def has_vector(self) -> bool:
+        return any(i.is_vector for i in self.insns)
+
+
+@dataclass(frozen=True)
+class Unit:
+    kind: str  # "loop": steady-state cycles per iteration; "pass": cycles added after `context`
+    body: tuple[Segment, ...]
+    context: tuple[Segment, ...] = ()
+
+
+@dataclass(frozen=True)
+class UnitCost:
+    cycles: float
+    unsupported: int  # instructions of the body llvm-mca could not model (charged UNSUPPORTED_COST each)
+
+
+def require_mca() -> None:
+    if shutil.which(MCA) is None:
+        raise Unavailable(f"{MCA} not found", hint="apt-get install llvm-22 (Debian bookworm-security)")
+
+
+@lru_cache(maxsize=1)
+def llvm_version() -> str:
+    require_mca()
+    out = subprocess.run([MCA, "--version"], capture_output=True, text=True, check=False).stdout
+    match = re.search(r"LLVM version (\S+)", out)
+    return match.group(1) if match else out.strip()[:40]
+
+
+# ---------------------------------------------------------------------------------------------- streams
+
+
+def _instrument(vtype: Vtype | None) -> list[str]:
+    # Always state the vtype, so a region never inherits it from the region before it (cache keys stay
+    # honest). vill blocks can only hold whole-register ops, which do not depend on it.
+    lmul, sew = (vtype.lmul, vtype.sew) if vtype else ("M1", "E8")
+    return [f"# LLVM-MCA-RISCV-LMUL {lmul}", f"# LLVM-MCA-RISCV-SEW {sew}"]
+
+
+def needs_coupling(segments: Iterable[Segment]) -> bool:
+    """True when the scalar side reads a vector result, so the two pipelines cannot run apart."""
+    return any(i.to_scalar for seg in segments for i in seg.insns)
+
+
+def streams(segments: Sequence[Segment], split: bool) -> dict[str, list[str]]:
+    """llvm-mca input lines: {"v": vector, "s": scalar} when split, else {"c": one in-order stream}."""
+    out: dict[str, list[str]] = {"v": [], "s": []} if split else {"c": []}
+    for seg in segments:
+        vec = [i.text for i in seg.insns if i.is_vector]
+        if not split:
+            out["c"] += (_instrument(seg.vtype) if vec else []) + [i.text for i in seg.insns]
+            continue
+        if vec:
+            out["v"] += _instrument(seg.vtype) + vec
+        out["s"] += [i.text for i in seg.insns if not i.is_vector]
+    return {name: lines for name, lines in out.items() if any(not x.startswith("#") for x in lines)}
+
+
+# ------------------------------------------------------------------------------------------------ runs
+
+
+class McaBatch:
+    """Regions for one llvm-mca process (one iteration count); names map to total cycles after `run`."""
+
+    def __init__(self, iterations: int) -> None:
+        self.iterations = iterations
+        self.regions: dict[str, list[str]] = {}
+
+    def add(self, name: str, lines: list[str]) -> None:
+        self.regions[name] = lines
+
+    def start(self, workdir: Path, mcpu: str) -> subprocess.Popen[str] | None:
+        if not self.regions:
+            return None
+        self.path = workdir / f"units-{self.iterations}.s"
+        text: list[str] = []
+        for name, lines in self.regions.items():
+            text += [f"# LLVM-MCA-BEGIN {name}", *lines, f"# LLVM-MCA-END {name}"]
+        self.path.write_text("\n".join(text) + "\n")
+        argv = [MCA, "-mtriple=riscv64", f"-mcpu={mcpu}", f"-iterations={self.iterations}", "-json"]
+        argv += ["-instruction-info=0", "-resource-pressure=0", "-skip-unsupported-instructions=any"]
+        return subprocess.Popen([*argv, str(self.path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def finish(self, proc: subprocess.Popen[str] | None) -> tuple[dict[str, int], set[str]]:
+        """(total cycles per region, instruction texts and mnemonics llvm-mca could not model)."""
+        if proc is None:
+            return {}, set()
+        out, err = proc.communicate()
+        if proc.returncode != 0 or not out.strip():
+            raise EokError(
+                f"{MCA} failed on the cost-model input: {err.strip()[:400]}",
+                hint="report the instruction it names; the cost model cannot price it",
+            )
+        # Regions whose instructions were all skipped are missing from the output: they cost 0 here.
+        cycles = {r["Name"]: int(r["SummaryView"]["TotalCycles"]) for r in json.loads(out)["CodeRegions"]}
+        lines = self.path.read_text().splitlines()
+        bad = {lines[int(n) - 1] for n in _ERROR_LINE_RE.findall(err) if 0 < int(n) <= len(lines)}
+        bad |= set(_SKIPPED_NOTE_RE.findall(err))  # no scheduling class: reported by mnemonic only
+        return cycles, bad
+
+
+# ------------------------------------------------------------------------------------------------ cache
+
+
+class CostCache:
+    """unit key -> cost, in one SQLite file under cache_dir (safe for several evaluator processes)."""
+
+    def __init__(self, cache_dir: Path) -> None:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(cache_dir / "x60-mca-costs.sqlite", timeout=30.0)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("CREATE TABLE IF NOT EXISTS unit_cost (key TEXT PRIMARY KEY, cycles REAL, unsupported INTEGER)")
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, UnitCost]:
+        found: dict[str, UnitCost] = {}
+        keys = list(keys)
+        for i in range(0, len(keys), 500):
+            chunk = keys[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self.db.execute(f"SELECT key, cycles, unsupported FROM unit_cost WHERE key IN ({marks})", chunk)
+            found.update({k: UnitCost(c, u) for k, c, u in rows})
+        return found
+
+    def put_many(self, costs: dict[str, UnitCost]) -> None:
+        with self.db:
+            self.db.executemany(
+                "INSERT OR REPLACE INTO unit_cost VALUES (?, ?, ?)",
+                [(k, c.cycles, c.unsupported) for k, c in costs.items()],
+            )
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def unit_key(unit: Unit, mcpu: str, decoupled: bool, scalar_scale: float) -> str:
+    def seg(s: Segment) -> list[object]:
+        return [[i.text for i in s.insns], s.vtype.asm if s.vtype else None]
+
+    payload = [MODEL_VERSION, mcpu, llvm_version(), unit.kind, decoupled, scalar_scale]
+    payload += [[seg(s) for s in unit.body], [seg(s) for s in unit.context]]
+    return hashlib.sha256(json.dumps(payload).encode()).hexdigest()
+
+
+# ------------------------------------------------------------------------------------------------ costs
+
+
+def cost_units(
+    units: Sequence[Unit],
+    mcpu: str,
+    cache: CostCache | None,
+    decoupled: bool = True,
+    scalar_scale: float = 1.0,
+) -> tuple[list[UnitCost], int]:
+    """Cost every unit (cached ones are not re-simulated). Returns (costs in order, units simulated).
+
+    `scalar_scale` multiplies the scalar stream of split units (a stand-in for a faster scalar core).
+    """
+    require_mca()
+    keys = [unit_key(u, mcpu, decoupled, scalar_scale) for u in units]
+    known = cache.get_many(set(keys)) if cache else {}
+    todo = {k: u for k, u in zip(keys, units, strict=True) if k not in known}
+    if todo:
+        fresh = _simulate(todo, mcpu, decoupled, scalar_scale)
+        if cache:
+            cache.put_many(fresh)
+        known.update(fresh)
+    return [known[k] for k in keys], len(todo)
+
+
+def _simulate(todo: dict[str, Unit], mcpu: str, decoupled: bool, scalar_scale: float) -> dict[str, UnitCost]:
+    steady, single = McaBatch(STEADY_ITERATIONS), McaBatch(1)
+    plans: dict[str, tuple[Unit, list[str], list[str]]] = {}
+    for n, (key, unit) in enumerate(todo.items()):
+        split = decoupled and not needs_coupling(unit.body + unit.context)
+        if unit.kind == "loop":
+            body = streams(unit.body, split)
+            for s, lines in body.items():
+                steady.add(f"u{n}{s}1", lines)
+                steady.add(f"u{n}{s}2", lines + lines)
+            plans[key] = (unit, list(body), [])
+        else:
+            whole, ctx = streams(unit.context + unit.body, split), streams(unit.context, split)
+            for s, lines in whole.items():
+                single.add(f"u{n}{s}w", lines)
+            for s, lines in ctx.items():
+                single.add(f"u{n}{s}c", lines)
+            plans[key] = (unit, list(whole), list(ctx))
+    with tempfile.TemporaryDirectory(prefix="eok-mca-") as tmp:
+        procs = [(batch, batch.start(Path(tmp), mcpu)) for batch in (steady, single)]
+        (cyc_a, bad_a), (cyc_b, bad_b) = (batch.finish(proc) for batch, proc in procs)
+    cycles, bad = {**cyc_a, **cyc_b}, bad_a | bad_b
+
+    def scaled(name: str, stream: str) -> float:
+        return cycles.get(name, 0) * (scalar_scale if stream == "s" else 1.0)
+
+    out: dict[str, UnitCost] = {}
+    for n, (key, (unit, first, second)) in enumerate(plans.items()):
+        if unit.kind == "loop":
+            per_stream = [(scaled(f"u{n}{s}2", s) - scaled(f"u{n}{s}1", s)) / STEADY_ITERATIONS for s in first]
+            value = max(per_stream, default=0.0)
+        else:
+            total = max((scaled(f"u{n}{s}w", s) for s in first), default=0.0)
+            before = max((scaled(f"u{n}{s}c", s) for s in second), default=0.0)
+            value = max(total - before, 0.0)
+        unsupported = sum(1 for seg in unit.body for i in seg.insns if _unsupported(i, bad))
+        out[key] = UnitCost(value + unsupported * UNSUPPORTED_COST, unsupported)
+    return out
+
+
+def _unsupported(insn: Insn, bad: set[str]) -> bool:
+    return insn.text in bad or insn.text.split(" ", 1)[0] in bad
