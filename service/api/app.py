@@ -1,0 +1,155 @@
+"""The FastAPI application: `create_app()` builds it; its lifespan assembles the parts once per process.
+
+At startup: connect to Neo4j (which applies pending schema migrations once), load the API keys and the
+saved queries, warm the retrieval index and embedding model, then resume (or mark interrupted) runs an
+earlier process left unfinished. At shutdown: running runs are stopped and recorded as interrupted.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.concurrency import run_in_threadpool
+
+from core.settings import Settings, get_settings
+from service.api.cypher import ReadOnlyCypher, load_saved_queries
+from service.api.deps import ServiceState
+from service.api.errors import BodySizeLimit, install_error_handlers
+from service.api.routes import catalog, experiences, health, ideas, queries, runs, web
+from service.api.run_manager import RunExecutor, RunManager
+from service.api.security import KeyRing
+from service.bootstrap import Container
+
+log = logging.getLogger("eok.api")
+MAX_BODY_BYTES = 64 * 1024  # the largest legitimate body is an analyst's query with its parameters
+OptimizerFactory = Callable[[Container], RunExecutor | None]
+
+
+def default_optimizer(container: Container) -> RunExecutor | None:
+    """The agent's Optimizer, or None when the agent package is not installed (runs answer 503)."""
+    try:
+        from agent.optimizer import Optimizer
+    except ModuleNotFoundError as e:
+        if e.name not in ("agent.optimizer", "agent"):
+            raise
+        log.warning("agent.optimizer is not installed: run endpoints will answer 503")
+        return None
+    return Optimizer(container)
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    container: Container | None = None,
+    optimizer_factory: OptimizerFactory = default_optimizer,
+    resume_runs: bool = True,
+    warm: bool = True,
+    max_body_bytes: int = MAX_BODY_BYTES,
+) -> FastAPI:
+    """The app. `container` and `optimizer_factory` let tests and the main job share parts they built."""
+    settings = settings or (container.settings if container else get_settings())
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        state = await run_in_threadpool(_assemble, settings, container, optimizer_factory, resume_runs, warm)
+        app.state.eok = state
+        try:
+            yield
+        finally:
+            await run_in_threadpool(state.runs.shutdown)
+            if container is None:  # we built it, we close it
+                state.container.close()
+
+    app = FastAPI(
+        title="EoK",
+        summary="Experience-driven kernel optimizer for SpacemiT K1/K3 (RISC-V)",
+        description=(
+            "Optimization ideas mined from kernel libraries, experiences measured on RISC-V targets, the agent "
+            "as a service, and read-only Cypher for analysts. Authenticate with an API key in `X-API-Key` or "
+            "`Authorization: Bearer`; roles: reader < analyst < operator."
+        ),
+        version=_version(),
+        lifespan=lifespan,
+        docs_url=None,  # served below from local assets: no CDN
+        redoc_url=None,
+        responses={500: {"description": "unexpected error (generic message; details in the server log)"}},
+    )
+    install_error_handlers(app)
+    app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
+    for module in (health, ideas, experiences, catalog, runs, queries, web):
+        app.include_router(module.router)
+    _mount_assets(app)
+    return app
+
+
+def _assemble(
+    settings: Settings,
+    container: Container | None,
+    optimizer_factory: OptimizerFactory,
+    resume_runs: bool,
+    warm: bool,
+) -> ServiceState:
+    container = container or Container(settings)
+    store = container.store  # connects and applies pending migrations, once for this process
+    keys = KeyRing(settings.api_keys)
+    if not len(keys):
+        log.warning("no API keys configured (EOK_API_KEYS): every endpoint but /health and the page answers 401")
+    if warm:
+        container.index.ensure_fresh()
+        container.embedder.embed(["warm up the embedding model"])
+    manager = RunManager(optimizer_factory(container), store, settings.api_workers)
+    manager.recover(resume=resume_runs)
+    return ServiceState(
+        settings=settings,
+        container=container,
+        keys=keys,
+        queries=load_saved_queries(),
+        cypher=ReadOnlyCypher(store, settings.cypher_timeout_s, settings.cypher_row_cap),
+        runs=manager,
+    )
+
+
+def _mount_assets(app: FastAPI) -> None:
+    app.mount("/static", StaticFiles(directory=web.WEB_DIR), name="static")
+    swagger = _swagger_dir()
+    if swagger is not None:
+        app.mount("/docs-assets", StaticFiles(directory=swagger), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> HTMLResponse:
+        if swagger is None:
+            return HTMLResponse(
+                "<p>The interactive docs need the swagger-ui-bundle-v2 package. The schema is at "
+                '<a href="/openapi.json">/openapi.json</a>.</p>'
+            )
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="EoK API",
+            swagger_js_url="/docs-assets/swagger-ui-bundle.js",
+            swagger_css_url="/docs-assets/swagger-ui.css",
+            swagger_favicon_url="/docs-assets/favicon-32x32.png",
+        )
+
+
+def _swagger_dir() -> Any:
+    try:
+        import swagger_ui_bundle
+    except ImportError:
+        return None
+    return swagger_ui_bundle.swagger_ui_path
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("eok")
+    except PackageNotFoundError:
+        return "0"

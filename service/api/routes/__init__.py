@@ -1,0 +1,1 @@
+"""One router per resource; each is thin: validate, call the layer below, shape the answer."""

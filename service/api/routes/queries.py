@@ -1,0 +1,43 @@
+"""Analysts' Cypher: saved queries (GET /queries, POST /queries/{name}) and ad-hoc POST /cypher."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path
+
+from service.api.cypher import get_saved_query
+from service.api.deps import AnalystKey, CypherDep, StateDep
+from service.api.schemas import CypherRequest, ErrorResponse, QueryInfo, QueryList, QueryResultOut, QueryRunRequest
+
+router = APIRouter(tags=["cypher"], responses={401: {"model": ErrorResponse}, 403: {"model": ErrorResponse}})
+_ERRORS = {400: {"model": ErrorResponse}, 404: {"model": ErrorResponse}, 422: {"model": ErrorResponse}}
+
+
+@router.get("/queries", response_model=QueryList)
+def list_queries(_: AnalystKey, state: StateDep) -> QueryList:
+    """The saved queries of cypher/queries/, with their documented parameters and Cypher text."""
+    return QueryList(items=[QueryInfo.model_validate(q.describe()) for q in state.queries.values()])
+
+
+@router.post("/queries/{name}", response_model=QueryResultOut, responses=_ERRORS)
+def run_query(
+    _: AnalystKey,
+    state: StateDep,
+    cypher: CypherDep,
+    name: Annotated[str, Path(min_length=1, max_length=100)],
+    body: QueryRunRequest | None = None,
+) -> QueryResultOut:
+    """Run a saved query with parameters (defaults fill the rest); read-only, time- and row-capped."""
+    query = get_saved_query(state.queries, name)
+    params = query.bind((body or QueryRunRequest()).params)
+    result = cypher.run(query.text, params)
+    return QueryResultOut.model_validate(result.as_dict())
+
+
+@router.post("/cypher", response_model=QueryResultOut, responses=_ERRORS)
+def run_cypher(_: AnalystKey, cypher: CypherDep, body: CypherRequest) -> QueryResultOut:
+    """Run one ad-hoc Cypher statement in a READ access-mode session: writes are refused and change
+    nothing; the transaction times out after settings.cypher_timeout_s; rows stop at settings.cypher_row_cap."""
+    result = cypher.run(body.query, body.params)
+    return QueryResultOut.model_validate(result.as_dict())

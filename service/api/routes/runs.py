@@ -1,0 +1,151 @@
+"""Agent runs: start (operator), watch (server-sent events), inspect, cancel, resume."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Path, Query, Request
+from fastapi.responses import StreamingResponse
+
+from agent.types import ProgressEvent, RunRequest
+from knowledge.models import Run, RunStatus
+from service.api import views
+from service.api.deps import OperatorKey, ReaderKey, RunsDep, StoreDep
+from service.api.run_manager import FINISHED, RunManager
+from service.api.schemas import CancelAccepted, ErrorResponse, RunAccepted, RunBest, RunDetail, RunList
+
+router = APIRouter(tags=["runs"], responses={401: {"model": ErrorResponse}, 403: {"model": ErrorResponse}})
+RunId = Annotated[str, Path(min_length=1, max_length=200)]
+_NOT_FOUND = {404: {"model": ErrorResponse}}
+
+
+@router.post(
+    "/runs",
+    status_code=202,
+    response_model=RunAccepted,
+    responses={
+        404: {"model": ErrorResponse},
+        422: {"model": ErrorResponse},
+        429: {"model": ErrorResponse},
+        503: {"model": ErrorResponse},
+    },
+)
+def start_run(_: OperatorKey, runs: RunsDep, req: RunRequest) -> RunAccepted:
+    """Queue an optimization run of `task` on `target`; it executes in the bounded worker pool."""
+    run = runs.submit(req)
+    return _accepted(run)
+
+
+@router.get("/runs", response_model=RunList)
+def list_runs(
+    _: ReaderKey,
+    runs: RunsDep,
+    store: StoreDep,
+    status: Annotated[RunStatus | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 20,
+) -> RunList:
+    """Runs, newest first."""
+    items = views.list_runs(store, str(status) if status else None, limit)
+    return RunList(items=[_detail(runs, r, with_outcome=False) for r in items])
+
+
+@router.get("/runs/{run_id}", response_model=RunDetail, responses=_NOT_FOUND)
+def get_run(_: ReaderKey, runs: RunsDep, run_id: RunId) -> RunDetail:
+    """Status, progress and, once finished, the best kernel and its lineage."""
+    return _detail(runs, runs.get_run(run_id), with_outcome=True)
+
+
+@router.delete(
+    "/runs/{run_id}",
+    status_code=202,
+    response_model=CancelAccepted,
+    responses={**_NOT_FOUND, 409: {"model": ErrorResponse}},
+)
+def cancel_run(_: OperatorKey, runs: RunsDep, run_id: RunId) -> CancelAccepted:
+    """Ask a run to stop after its current evaluation (or cancel it at once if it is not executing)."""
+    run = runs.cancel(run_id)
+    active = runs.is_active(run_id)
+    return CancelAccepted(
+        id=run.id,
+        status=run.status,
+        message="cancelling: the run stops after its current evaluation" if active else f"run is {run.status}",
+    )
+
+
+@router.post(
+    "/runs/{run_id}/resume",
+    status_code=202,
+    response_model=RunAccepted,
+    responses={**_NOT_FOUND, 409: {"model": ErrorResponse}, 429: {"model": ErrorResponse}},
+)
+def resume_run(_: OperatorKey, runs: RunsDep, run_id: RunId) -> RunAccepted:
+    """Continue an interrupted run from what the graph holds."""
+    return _accepted(runs.resume(run_id))
+
+
+@router.get(
+    "/runs/{run_id}/events",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "ProgressEvent stream"}, **_NOT_FOUND},
+)
+async def run_events(
+    _: ReaderKey,
+    runs: RunsDep,
+    request: Request,
+    run_id: RunId,
+    last_event_id: Annotated[str | None, Header(max_length=20)] = None,
+) -> StreamingResponse:
+    """Server-sent events: every past event of the run first, then live ones; the stream ends with the run.
+
+    Each event has `id` (its index, for Last-Event-ID), `event` (the kind) and `data` (a ProgressEvent).
+    """
+    from starlette.concurrency import run_in_threadpool
+
+    run = await run_in_threadpool(runs.get_run, run_id)  # 404 before the stream starts
+    start = int(last_event_id) + 1 if last_event_id and last_event_id.isdigit() else 0
+    stream = _stream(runs, run, start, request)
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
+
+
+async def _stream(runs: RunManager, run: Run, start: int, request: Request) -> AsyncIterator[str]:
+    from starlette.concurrency import run_in_threadpool
+
+    channel = runs.channel(run.id)
+    if channel is not None:
+        async for event in channel.stream(start):
+            if await request.is_disconnected():
+                return
+            yield ": keep-alive\n\n" if event is None else _sse(start, event)
+            start += event is not None
+        return
+    events = await run_in_threadpool(runs.replay_from_graph, run)
+    for i, event in enumerate(events[start:], start):
+        yield _sse(i, event)
+
+
+def _sse(index: int, event: ProgressEvent) -> str:
+    data = json.dumps(event.model_dump(mode="json"), separators=(",", ":"))
+    return f"id: {index}\nevent: {event.kind}\ndata: {data}\n\n"
+
+
+def _accepted(run: Run) -> RunAccepted:
+    return RunAccepted(id=run.id, status=run.status, url=f"/runs/{run.id}", events_url=f"/runs/{run.id}/events")
+
+
+def _detail(runs: RunManager, run: Run, with_outcome: bool) -> RunDetail:
+    data = run.model_dump(mode="json", exclude={"settings", "llm_tokens"})
+    channel = runs.channel(run.id)
+    history = channel.history() if channel is not None else []
+    best, lineage = None, []
+    if with_outcome and run.status in FINISHED:
+        outcome = runs.outcome(run.id)
+        if outcome is not None:
+            history = history or list(outcome.history)
+            lineage = outcome.lineage
+            if outcome.best is not None:
+                b = outcome.best
+                best = RunBest(experience_id=b.id, speedup=b.speedup, status=str(b.status), summary=b.summary)
+    return RunDetail(**data, active=runs.is_active(run.id), history=history, best=best, lineage=lineage)

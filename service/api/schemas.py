@@ -1,0 +1,291 @@
+"""Request and response shapes of the HTTP API (what /openapi.json publishes)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent.types import EventKind
+from knowledge.models import RunStatus
+from knowledge.retrieval import SearchHit
+
+
+class ErrorBody(BaseModel):
+    code: str = Field(description="stable machine-readable code, e.g. not_found, write_refused")
+    message: str = Field(description="what is wrong, for a person")
+    hint: str | None = Field(None, description="how to fix it, when known")
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody
+
+
+# -- health ---------------------------------------------------------------------------------------------
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    neo4j_uri: str
+    neo4j_version: str
+    schema_version: int
+    index_size: int = Field(description="vectors in the in-memory FAISS index")
+    index_generation: int
+    nodes: dict[str, int]
+    agent: bool = Field(description="whether the agent is installed, so runs can start")
+    active_runs: int
+
+
+# -- knowledge ------------------------------------------------------------------------------------------
+
+
+class SearchResponse(BaseModel):
+    query: str
+    k: int
+    filters: dict[str, str]
+    hits: list[SearchHit]
+
+
+class CommitOut(BaseModel):
+    sha: str
+    repo: str
+    title: str
+    authored_at: str | None = None
+    isas: list[str] = []
+    operators: list[str] = []
+    perf_claims: list[float] = []
+    url: str | None = None
+
+
+class EffectOut(BaseModel):
+    """Measured effect of a thought on one target (the EFFECT_ON relationship)."""
+
+    target: str
+    trials: int
+    successes: int
+    sum_log_speedup: float
+    mean_speedup: float | None = Field(description="geometric mean: exp(sum_log_speedup / trials)")
+    success_rate: float | None
+
+
+class ExperienceSummary(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    id: str
+    task_id: str
+    target_key: str
+    run_id: str | None = None
+    parent_id: str | None = None
+    direction: str | None = None
+    step: int = 0
+    status: str
+    speedup: float | None = None
+    measurement: str = ""
+    generator: str = ""
+    summary: str = ""
+    created_at: str | None = None
+
+
+class ExperienceDetail(ExperienceSummary):
+    code: str = ""
+    cflags: list[str] = []
+    feedback: str = ""
+    thought_ids: list[str] = []
+    baseline_cycles: float | None = None
+    candidate_cycles: float | None = None
+    seconds: float | None = None
+    max_error: float | None = None
+    thoughts: list[dict[str, Any]] = []
+
+
+class ExperiencePage(BaseModel):
+    items: list[ExperienceSummary]
+    next_cursor: str | None = Field(None, description="pass as `cursor` for the next page; null at the end")
+
+
+class ThoughtSummary(BaseModel):
+    id: str
+    title: str
+    technique: str
+    isa: str
+    operator: str
+    evidence_commits: int = 0
+    prior_speedup: float | None = None
+    trials: int = 0
+    successes: int = 0
+
+
+class IdeaDetail(BaseModel):
+    id: str
+    title: str
+    principle: str = ""
+    techniques: list[str] = []
+    source: str = ""
+    thoughts: list[ThoughtSummary]
+
+
+class IdeaRef(BaseModel):
+    id: str
+    title: str
+
+
+class ThoughtDetail(BaseModel):
+    id: str
+    idea_id: str
+    title: str
+    description: str = ""
+    example_code: str = ""
+    technique: str
+    isa: str
+    operator: str
+    evidence_commits: int = 0
+    prior_speedup: float | None = None
+    source: str = ""
+    idea: IdeaRef | None = None
+    evidence: list[CommitOut]
+    effects: list[EffectOut]
+    experiences: list[ExperienceSummary]
+
+
+class TargetOut(BaseModel):
+    key: str
+    name: str
+    description: str
+    arch: str
+    march: str
+    vlen: int
+    dlen: int
+    clock_ghz: float
+    l1d_kb: int
+    l2_kb: int
+    cost_model: str
+    experiences: int = Field(0, description="experiences recorded on this target")
+
+
+class TaskOut(BaseModel):
+    name: str
+    category: str
+    operator: str
+    dtype: str
+    description: str
+    signature: str
+    bench_size: dict[str, int]
+    experiences: int = 0
+    best_speedup: float | None = None
+
+
+class Vocabulary(BaseModel):
+    kinds: list[str]
+    isas: list[str]
+    operators: list[str]
+    techniques: list[str]
+    statuses: list[str]
+    run_statuses: list[str]
+
+
+# -- runs -----------------------------------------------------------------------------------------------
+
+
+class RunAccepted(BaseModel):
+    id: str
+    status: RunStatus
+    url: str
+    events_url: str
+
+
+class RunBest(BaseModel):
+    experience_id: str
+    speedup: float | None
+    status: str
+    summary: str = ""
+
+
+class RunDetail(BaseModel):
+    id: str
+    task_id: str
+    target_key: str
+    budget: int
+    directions: int
+    generator: str
+    seed: int
+    status: RunStatus
+    best_experience_id: str | None = None
+    best_speedup: float | None = None
+    evaluations: int = 0
+    llm_calls: int = 0
+    error: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    active: bool = Field(description="executing or queued in this service process")
+    history: list[float | None] = Field([], description="best speedup after each evaluation")
+    best: RunBest | None = None
+    lineage: list[dict[str, Any]] = []
+
+
+class RunList(BaseModel):
+    items: list[RunDetail]
+
+
+class CancelAccepted(BaseModel):
+    id: str
+    status: RunStatus
+    message: str
+
+
+class EventOut(BaseModel):
+    """One server-sent event's data (agent.types.ProgressEvent)."""
+
+    run_id: str
+    kind: EventKind
+    direction: str | None = None
+    evaluations: int = 0
+    budget: int = 0
+    best_speedup: float | None = None
+    status: str | None = None
+    speedup: float | None = None
+    experience_id: str | None = None
+    message: str = ""
+    at: datetime
+
+
+# -- analysts' Cypher -----------------------------------------------------------------------------------
+
+
+class QueryParamOut(BaseModel):
+    name: str
+    type: Literal["string", "int", "float", "bool"]
+    default: Any = None
+    required: bool
+    description: str
+
+
+class QueryInfo(BaseModel):
+    name: str
+    summary: str
+    description: str
+    params: list[QueryParamOut]
+    cypher: str
+
+
+class QueryList(BaseModel):
+    items: list[QueryInfo]
+
+
+class QueryRunRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    params: dict[str, Any] = Field(default_factory=dict, description="values for the query's @param names")
+
+
+class CypherRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    query: str = Field(min_length=1, max_length=20_000, description="one read-only Cypher statement")
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class QueryResultOut(BaseModel):
+    columns: list[str]
+    rows: list[dict[str, Any]]
+    row_count: int
+    truncated: bool = Field(description="true when more rows existed than the row cap")
+    row_cap: int
+    elapsed_ms: float

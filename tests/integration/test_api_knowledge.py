@@ -1,0 +1,146 @@
+"""The read endpoints against a real, seeded Neo4j: health, search, ideas, thoughts, experiences, catalog."""
+
+from __future__ import annotations
+
+import math
+
+from fastapi.testclient import TestClient
+
+from tests.integration.conftest import PAGED_EXPERIENCES, READER
+
+
+def test_health_is_public_and_reports_graph_and_index(client: TestClient) -> None:
+    r = client.get("/health")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["status"] == "ok"
+    assert body["schema_version"] >= 1
+    assert body["index_size"] >= 10  # ideas + thoughts + tasks + experiences of the seed are embedded
+    assert body["nodes"]["Thought"] == 5
+    assert body["agent"] is True
+
+
+def test_search_finds_the_lmul_thought_with_evidence(client: TestClient) -> None:
+    r = client.get("/ideas/search", params={"q": "LMUL row sweep for gemv", "kind": "thought", "k": 3}, headers=READER)
+    assert r.status_code == 200, r.text
+    hits = r.json()["hits"]
+    assert len(hits) == 3 and all(h["kind"] == "thought" for h in hits)
+    lmul = next(h for h in hits if h["id"] == "t-lmul-gemv")
+    assert lmul["evidence"][0]["repo"] == "OpenBLAS"
+
+
+def test_search_filters_combine(client: TestClient) -> None:
+    r = client.get("/ideas/search", params={"q": "accumulate", "operator": "gemv", "isa": "generic"}, headers=READER)
+    assert r.status_code == 200, r.text
+    thoughts = [h for h in r.json()["hits"] if h["kind"] == "thought"]
+    assert [h["id"] for h in thoughts] == ["t-unroll-gemv"]
+    assert r.json()["filters"] == {"operator": "gemv", "isa": "generic"}
+
+
+def test_search_on_a_target_ranks_by_measured_effect(client: TestClient) -> None:
+    # Without a target the mined prior of the 2.0x gemm claim competes; measured on K1 it is 0.95x.
+    r = client.get(
+        "/ideas/search", params={"q": "LMUL row sweep for gemv", "kind": "thought", "target": "k1-x60"}, headers=READER
+    )
+    hits = r.json()["hits"]
+    assert hits[0]["id"] == "t-lmul-gemv"
+    assert hits[0]["measured"]["trials"] == 3
+
+
+def test_search_rejects_an_unknown_operator_by_name(client: TestClient) -> None:
+    r = client.get("/ideas/search", params={"q": "x", "operator": "gemmm"}, headers=READER)
+    assert r.status_code == 422
+    err = r.json()["error"]
+    assert err["code"] == "invalid_input"
+    assert "operator" in err["message"] and "gemmm" in err["message"]
+
+
+def test_search_validates_k(client: TestClient) -> None:
+    r = client.get("/ideas/search", params={"q": "x", "k": 0}, headers=READER)
+    assert r.status_code == 422
+    assert "query parameter 'k'" in r.json()["error"]["message"]
+
+
+def test_idea_lists_its_thoughts_with_trials(client: TestClient) -> None:
+    r = client.get("/ideas/idea-lmul", headers=READER)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["title"].startswith("Match the vector register grouping")
+    by_id = {t["id"]: t for t in body["thoughts"]}
+    assert set(by_id) == {"t-lmul-gemv", "t-tail-vl"}
+    assert by_id["t-lmul-gemv"]["trials"] == 5  # 3 on K1 + 2 on K3
+
+
+def test_unknown_idea_is_404_json(client: TestClient) -> None:
+    r = client.get("/ideas/nope", headers=READER)
+    assert r.status_code == 404
+    assert r.json()["error"]["code"] == "not_found"
+    assert "'nope'" in r.json()["error"]["message"]
+
+
+def test_thought_has_evidence_commits_effects_and_experiences(client: TestClient) -> None:
+    r = client.get("/thoughts/t-lmul-gemv", headers=READER)
+    assert r.status_code == 200, r.text
+    t = r.json()
+    assert t["idea"] == {"id": "idea-lmul", "title": "Match the vector register grouping to the machine"}
+    assert [c["sha"] for c in t["evidence"]] == ["a1" * 20]
+    assert t["evidence"][0]["url"] == "https://github.com/OpenMathLib/OpenBLAS/commit/" + "a1" * 20
+    assert t["evidence"][0]["authored_at"].startswith("2023-05-02")
+    effects = {e["target"]: e for e in t["effects"]}
+    assert math.isclose(effects["k1-x60"]["mean_speedup"], 1.6, rel_tol=1e-9)
+    assert effects["k3-x100"]["successes"] == 0 and effects["k3-x100"]["success_rate"] == 0
+    assert [x["id"] for x in t["experiences"]] == ["exp-3", "exp-4"]  # best first
+
+
+def test_experiences_pages_are_complete_and_disjoint(client: TestClient) -> None:
+    seen: list[str] = []
+    cursor = None
+    pages = 0
+    while True:
+        params = {"task": "sgemm_64", "limit": 4, **({"cursor": cursor} if cursor else {})}
+        r = client.get("/experiences", params=params, headers=READER)
+        assert r.status_code == 200, r.text
+        body = r.json()
+        seen += [x["id"] for x in body["items"]]
+        pages += 1
+        cursor = body["next_cursor"]
+        if cursor is None:
+            break
+    assert len(seen) == len(set(seen)) == PAGED_EXPERIENCES
+    assert pages == math.ceil(PAGED_EXPERIENCES / 4)
+    assert seen[0] == "exp-gemm-24"  # newest first
+
+
+def test_experiences_filters(client: TestClient) -> None:
+    r = client.get("/experiences", params={"status": "ok", "min_speedup": 1.5, "target": "k1-x60"}, headers=READER)
+    ids = {x["id"] for x in r.json()["items"]}
+    assert "exp-3" in ids and "exp-6" not in ids and "exp-4" not in ids
+    assert all(x["speedup"] >= 1.5 for x in r.json()["items"])
+
+
+def test_experiences_bad_cursor_and_status_are_clear(client: TestClient) -> None:
+    r = client.get("/experiences", params={"cursor": "not-a-cursor"}, headers=READER)
+    assert r.status_code == 422 and "cursor" in r.json()["error"]["message"]
+    r = client.get("/experiences", params={"status": "great"}, headers=READER)
+    assert r.status_code == 422 and "compile_error" in r.json()["error"]["hint"]
+
+
+def test_experience_detail_has_code_and_thoughts(client: TestClient) -> None:
+    r = client.get("/experiences/exp-3", headers=READER)
+    assert r.status_code == 200, r.text
+    x = r.json()
+    assert "m4" in x["code"] and x["thoughts"][0]["id"] == "t-lmul-gemv"
+
+
+def test_targets_and_tasks_come_from_the_evaluator(client: TestClient) -> None:
+    targets = {t["key"]: t for t in client.get("/targets", headers=READER).json()}
+    assert {"k1-x60", "k3-x100"} <= set(targets)
+    assert targets["k1-x60"]["vlen"] == 256 and targets["k1-x60"]["experiences"] >= 4
+    tasks = {t["name"]: t for t in client.get("/tasks", headers=READER).json()}
+    assert "sgemv_n" in tasks and tasks["sgemv_n"]["operator"] == "gemv"
+    assert tasks["sgemv_n"]["best_speedup"] == 1.8
+
+
+def test_vocabulary_lists_filter_values(client: TestClient) -> None:
+    v = client.get("/vocabulary", headers=READER).json()
+    assert "rvv" in v["isas"] and "gemv" in v["operators"] and "compile_error" in v["statuses"]
