@@ -34,6 +34,18 @@ static uint16_t float_to_half(float f)
     return (uint16_t)(sign | h);
 }
 
+/* The two's-complement byte of an integral float r, |r| <= 128, without a float->int conversion:
+   adding 1.5 * 2^23 puts r in the low mantissa bits (the ulp there is 1), so the low byte of the sum's
+   encoding 0x4B400000 + r is r mod 256. (A plain (int8_t) cast would be vectorized to vfncvt.rtz,
+   which qemu-user 7.2 cannot translate: see NOTES.md.) */
+static uint8_t int8_byte(float r)
+{
+    float t = r + 12582912.0f;
+    uint32_t bits;
+    memcpy(&bits, &t, sizeof bits);
+    return (uint8_t)(bits & 0xffu);
+}
+
 /* Quantize to block_q8_0 exactly as specified in NOTES.md (the ggml reference formula). */
 void quantize_row_q8_0(int nb, const float *x, uint8_t *y)
 {
@@ -51,6 +63,6 @@ void quantize_row_q8_0(int nb, const float *x, uint8_t *y)
         yb[0] = (uint8_t)(dh & 0xffu);
         yb[1] = (uint8_t)(dh >> 8);
         for (int j = 0; j < 32; j++)
-            yb[2 + j] = (uint8_t)(int8_t)roundf(xb[j] * id);
+            yb[2 + j] = int8_byte(roundf(xb[j] * id));
     }
 }
