@@ -56,6 +56,7 @@ class Settings(BaseSettings):
     ssh_user: str | None = None
     ssh_key: Path | None = None
     eval_timeout_s: float = 60.0
+    eval_parallelism: int = 2  # candidates evaluated at once (each is a compile + qemu run: one core each)
     eval_memory_mb: int = 1024
 
     # Miners: repositories the main job mines when present (paths or URLs).

@@ -169,6 +169,7 @@ class Experience(Node):
     code: str = ""
     code_hash: str = ""
     cflags: list[str] = []
+    variant: str = "{}"  # JSON: the offline generator's family and knob settings, when it made the code
     status: ExperienceStatus
     speedup: float | None = Field(None, ge=0)
     baseline_cycles: float | None = None

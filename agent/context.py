@@ -1,0 +1,186 @@
+"""Retrieval for one (task, target): directions (ideas with their thoughts), what was measured before, and
+the target profile. Everything comes from the graph through the knowledge layer."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent.posterior import ThoughtStats
+from evaluator.targets import TargetProfile
+from evaluator.tasks import KernelTask
+from knowledge.retrieval import Retriever, SearchFilters
+from knowledge.store import GraphStore
+from knowledge.taxonomy import Technique
+
+RVV_REFERENCE = (Path(__file__).parent / "rvv_reference.md").read_text()
+
+
+@dataclass
+class ThoughtCard:
+    id: str
+    idea_id: str
+    title: str
+    description: str
+    technique: Technique
+    operator: str
+    isa: str
+    example_code: str = ""
+    relevance: float = 0.0
+    stats: ThoughtStats = field(default_factory=lambda: ThoughtStats(""))
+
+
+@dataclass
+class Direction:
+    idea_id: str
+    title: str
+    principle: str
+    thoughts: list[ThoughtCard]
+    relevance: float
+
+
+@dataclass
+class PriorExperience:
+    id: str
+    task_id: str
+    speedup: float
+    code: str
+    cflags: list[str]
+    variant: dict[str, Any]
+
+
+@dataclass
+class AgentContext:
+    directions: list[Direction]
+    same_task: list[PriorExperience]  # earlier results for this task on this target, best first
+    similar_tasks: list[PriorExperience]  # best results of same-operator tasks on this target
+    target_profile: str
+    rvv_reference: str = RVV_REFERENCE
+
+
+def target_profile_text(target: TargetProfile) -> str:
+    return (
+        f"{target.name} [{target.key}]: {target.march}, -mcpu={target.mcpu or '-'}, VLEN {target.vlen}, "
+        f"DLEN {target.dlen}, {target.issue}-issue {'out-of-order' if target.out_of_order else 'in-order'}, "
+        f"{target.clock_ghz} GHz, L1D {target.l1d_kb} KiB, L2 {target.l2_kb} KiB, "
+        f"cache line {target.cache_line} B. {target.description}"
+    )
+
+
+def gather(
+    store: GraphStore, retriever: Retriever, task: KernelTask, target: TargetProfile, directions: int
+) -> AgentContext:
+    cards = _thought_cards(retriever, task, target)
+    _attach_stats(store, cards, target.key)
+    return AgentContext(
+        directions=_choose_directions(store, cards, directions),
+        same_task=_prior(store, target.key, task_id=task.name),
+        similar_tasks=_prior(store, target.key, operator=str(task.operator), exclude=task.name),
+        target_profile=target_profile_text(target),
+    )
+
+
+def _thought_cards(retriever: Retriever, task: KernelTask, target: TargetProfile) -> list[ThoughtCard]:
+    query = f"{task.operator} {task.name.replace('_', ' ')} {task.description} vector RISC-V"
+    searches = [
+        SearchFilters(kind="thought", operator=str(task.operator), target=target.key),
+        SearchFilters(kind="thought", target=target.key),
+    ]
+    cards: dict[str, ThoughtCard] = {}
+    for filters in searches:
+        for hit in retriever.search(query, k=40, filters=filters):
+            n = hit.node
+            if hit.id in cards:
+                continue
+            cards[hit.id] = ThoughtCard(
+                id=hit.id,
+                idea_id=n.get("idea_id") or "",
+                title=n.get("title") or hit.id,
+                description=n.get("description") or "",
+                technique=Technique(n["technique"]),
+                operator=n.get("operator") or "other",
+                isa=n.get("isa") or "generic",
+                example_code=n.get("example_code") or "",
+                relevance=hit.score,
+                stats=ThoughtStats(hit.id, n.get("evidence_commits") or 0, n.get("prior_speedup")),
+            )
+    return list(cards.values())
+
+
+def _attach_stats(store: GraphStore, cards: list[ThoughtCard], target_key: str) -> None:
+    rows = store.read(
+        "UNWIND $ids AS id MATCH (t:Thought {id: id})-[e:EFFECT_ON]->(:Target {key: $target}) "
+        "RETURN id, e.trials AS trials, e.successes AS successes",
+        ids=[c.id for c in cards],
+        target=target_key,
+    )
+    by_id = {r["id"]: r for r in rows}
+    for c in cards:
+        if r := by_id.get(c.id):
+            c.stats.trials, c.stats.successes = r["trials"] or 0, r["successes"] or 0
+
+
+def _choose_directions(store: GraphStore, cards: list[ThoughtCard], k: int) -> list[Direction]:
+    """K ideas by relevance, greedily diversified: an idea whose techniques are already covered waits."""
+    by_idea: dict[str, list[ThoughtCard]] = {}
+    for c in cards:
+        by_idea.setdefault(c.idea_id, []).append(c)
+    ideas = {
+        r["id"]: r
+        for r in store.read(
+            "UNWIND $ids AS id MATCH (i:Idea {id: id}) RETURN i.id AS id, i.title AS title, i.principle AS principle",
+            ids=list(by_idea),
+        )
+    }
+    ranked = sorted(by_idea, key=lambda i: max(c.relevance for c in by_idea[i]), reverse=True)
+    chosen: list[str] = []
+    covered: set[Technique] = set()
+    for idea in ranked:  # first pass: new techniques only
+        techs = {c.technique for c in by_idea[idea]}
+        if techs - covered and len(chosen) < k:
+            chosen.append(idea)
+            covered |= techs
+    for idea in ranked:  # then fill up by relevance
+        if len(chosen) >= k:
+            break
+        if idea not in chosen:
+            chosen.append(idea)
+    return [
+        Direction(
+            idea_id=i,
+            title=(ideas.get(i) or {}).get("title") or i,
+            principle=(ideas.get(i) or {}).get("principle") or "",
+            thoughts=sorted(by_idea[i], key=lambda c: c.relevance, reverse=True)[:8],
+            relevance=max(c.relevance for c in by_idea[i]),
+        )
+        for i in chosen
+    ]
+
+
+def _prior(
+    store: GraphStore,
+    target_key: str,
+    task_id: str | None = None,
+    operator: str | None = None,
+    exclude: str | None = None,
+) -> list[PriorExperience]:
+    rows = store.read(
+        "MATCH (x:Experience {target_key: $target, status: 'ok'})-[:FOR_TASK]->(t:Task) "
+        "WHERE ($task IS NULL OR t.id = $task) AND ($operator IS NULL OR t.operator = $operator) "
+        "AND ($exclude IS NULL OR t.id <> $exclude) AND x.speedup IS NOT NULL "
+        "WITH t, x ORDER BY x.speedup DESC WITH t, collect(x)[0] AS best "
+        "RETURN best.id AS id, t.id AS task, best.speedup AS speedup, best.code AS code, best.cflags AS cflags, "
+        "best.variant AS variant ORDER BY speedup DESC LIMIT 8",
+        target=target_key,
+        task=task_id,
+        operator=operator,
+        exclude=exclude,
+    )
+    return [
+        PriorExperience(
+            r["id"], r["task"], r["speedup"], r["code"] or "", list(r["cflags"] or []), json.loads(r["variant"] or "{}")
+        )
+        for r in rows
+    ]

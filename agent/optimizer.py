@@ -1,0 +1,507 @@
+"""The optimization loop for one (task, target): retrieve -> directions -> generate -> evaluate -> record.
+
+K directions (one idea each) run side by side. Inside a direction, thoughts are drawn by Thompson sampling
+on their effectiveness posterior on this target; each candidate improves on the direction's best with the
+last feedback; the global best migrates into directions that stagnate. Every evaluated candidate is an
+Experience in the graph, written before the next one starts, so a run killed at any point resumes from the
+graph and loses no evaluated candidate.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent.context import AgentContext, Direction, PriorExperience, ThoughtCard, gather
+from agent.generation import Generated, GenerationRequest, Generator, OfflineCandidateGenerator, Parent
+from agent.offline import Variant
+from agent.offline.base import REGISTRY
+from agent.posterior import is_success, thompson_pick
+from agent.recorder import Recorder
+from agent.report import lineage, write_artifacts
+from agent.types import ProgressEvent, RunOutcome, RunRequest
+from core.errors import InvalidInput, NotFound
+from evaluator.evaluate import Candidate, EvalResult, Evaluator
+from evaluator.targets import TargetProfile, load_target
+from evaluator.tasks import KernelTask, load_task
+from knowledge.models import Experience, ExperienceStatus, Run, RunStatus, Target, Task, utcnow
+from knowledge.starter import starter_knowledge
+from service.bootstrap import Container
+
+log = logging.getLogger(__name__)
+EventSink = Callable[[ProgressEvent], None]
+MIGRATE_AFTER = 3  # evaluations without improvement before a direction adopts the global best
+FINISHED = {RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED}
+
+
+@dataclass
+class DirectionState:
+    index: int
+    direction: Direction
+    best: Parent
+    rng: random.Random
+    evaluations: int = 0
+    since_improvement: int = 0
+    exhausted: set[str] = field(default_factory=set)  # thought ids with nothing untried left
+
+    @property
+    def open_thoughts(self) -> list[ThoughtCard]:
+        return [t for t in self.direction.thoughts if t.id not in self.exhausted]
+
+
+@dataclass
+class RunState:
+    run: Run
+    task: KernelTask
+    target: TargetProfile
+    runner: str
+    ctx: AgentContext
+    directions: list[DirectionState]
+    tried: set[str] = field(default_factory=set)
+    history: list[float | None] = field(default_factory=list)  # best speedup after each evaluation
+    best: Parent | None = None
+    step: int = 0
+    llm_calls: int = 0
+    llm_tokens: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def best_speedup(self) -> float | None:
+        return self.best.speedup if self.best else None
+
+
+class Optimizer:
+    def __init__(
+        self,
+        container: Container,
+        generator: Generator | None = None,
+        evaluator: Evaluator | None = None,
+    ) -> None:
+        self.c = container
+        self.settings = container.settings
+        self._generator = generator
+        self.evaluator = evaluator or Evaluator(self.settings)
+        self.recorder = Recorder(container.store, container.embedder)
+
+    # ------------------------------------------------------------------------------------- public API
+
+    def create_run(self, req: RunRequest) -> Run:
+        task = load_task(req.task, self.settings)
+        target = load_target(req.target)
+        generator = self._resolve_generator_name(req.generator)
+        runner = req.runner or (self.settings.default_runner if target.is_riscv else "native")
+        run = Run(
+            id=f"run-{utcnow():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}",
+            task_id=task.name,
+            target_key=target.key,
+            budget=req.budget,
+            directions=req.directions,
+            generator=generator,
+            seed=req.seed,
+            settings=json.dumps({"task_path": str(task.directory), "runner": runner}),
+        )
+        self.c.ingestor.ingest([_task_node(task), _target_node(target), run])
+        return run
+
+    def get_run(self, run_id: str) -> Run:
+        run = self.c.store.get_node(Run, run_id)
+        if run is None:
+            raise NotFound(f"run {run_id!r} does not exist", "list runs with `eok cypher recent_runs`")
+        return run
+
+    def unfinished_runs(self) -> list[Run]:
+        rows = self.c.store.read("MATCH (r:Run) WHERE r.status IN ['queued', 'running'] RETURN r.id AS id")
+        return [self.get_run(r["id"]) for r in rows]
+
+    def execute(
+        self, run_id: str, on_event: EventSink | None = None, cancel: threading.Event | None = None
+    ) -> RunOutcome:
+        run = self.get_run(run_id)
+        if RunStatus(run.status) in FINISHED:
+            return self.outcome(run_id)
+        emit = on_event or (lambda e: None)
+        cancel = cancel or threading.Event()
+        t0 = time.monotonic()
+        try:
+            state = self._prepare(run)
+            emit(self._event(state, "started", message=f"{len(state.directions)} directions"))
+            self._loop(state, emit, cancel)
+        except Exception as e:
+            self.recorder.update_run(run_id, status=RunStatus.FAILED.value, error=str(e)[:2000], finished_at=utcnow())
+            emit(ProgressEvent(run_id=run_id, kind="failed", message=str(e)[:500]))
+            raise
+        status = RunStatus.CANCELLED if cancel.is_set() else RunStatus.DONE
+        self.recorder.update_run(run_id, status=status.value, finished_at=utcnow())
+        outcome = self.outcome(run_id, seconds=time.monotonic() - t0)
+        emit(
+            self._event(
+                state,
+                "cancelled" if cancel.is_set() else "finished",
+                message=f"best {outcome.run.best_speedup or 0:.2f}x",
+            )
+        )
+        return outcome
+
+    def outcome(self, run_id: str, seconds: float = 0.0) -> RunOutcome:
+        run = self.get_run(run_id)
+        best = self.c.store.get_node(Experience, run.best_experience_id) if run.best_experience_id else None
+        history = self._history(run_id)
+        out = RunOutcome(
+            run=run, best=best, history=history, seconds=seconds, lineage=lineage(self.c.store, best.id) if best else []
+        )
+        out.artifacts = write_artifacts(self.settings.home / "runs" / run_id, out)
+        return out
+
+    # ---------------------------------------------------------------------------------------- set-up
+
+    def _resolve_generator_name(self, choice: str) -> str:
+        if choice == "auto":
+            return "llm" if self.settings.llm_configured else "offline"
+        if choice == "llm" and not self.settings.llm_configured:
+            raise InvalidInput("generator 'llm' needs an endpoint", "set OPENAI_BASE_URL (and OPENAI_API_KEY)")
+        return choice
+
+    def _generator_for(self, run: Run) -> Generator:
+        if self._generator is not None:
+            return self._generator
+        if run.generator == "llm":
+            from agent.llm import LlmGenerator
+
+            self._generator = LlmGenerator(self.settings)
+        else:
+            self._generator = OfflineCandidateGenerator()
+        return self._generator
+
+    def _prepare(self, run: Run) -> RunState:
+        opts = json.loads(run.settings or "{}")
+        task = load_task(opts.get("task_path") or run.task_id, self.settings)
+        target = load_target(run.target_key)
+        runner = opts.get("runner") or self.settings.default_runner
+        self._ensure_knowledge()
+        self.recorder.update_run(run.id, status=RunStatus.RUNNING.value)
+        baseline = self.evaluator.baseline(task, target, runner)
+        if not baseline.ok:
+            raise InvalidInput(
+                f"task {task.name}: the reference fails its own harness on {target.key} ({baseline.status}): "
+                f"{baseline.feedback}",
+                "fix the task's reference.c or task.toml",
+            )
+        ctx = gather(self.c.store, self.c.retriever, task, target, run.directions)
+        if not ctx.directions:
+            raise InvalidInput("the graph offers no ideas for this task", "mine a repository with `eok mine`")
+        dirs = [
+            DirectionState(i, d, Parent(code="", cflags=[]), random.Random(f"{run.seed}:{i}"))
+            for i, d in enumerate(ctx.directions)
+        ]
+        state = RunState(run=run, task=task, target=target, runner=runner, ctx=ctx, directions=dirs)
+        self._replay(state)
+        return state
+
+    def _ensure_knowledge(self) -> None:
+        """A graph without thoughts gets the shipped starter ideas, so a fresh install can still run."""
+        if not self.c.store.read("MATCH (t:Thought) RETURN t.id LIMIT 1"):
+            nodes, rels = starter_knowledge()
+            self.c.ingestor.ingest(nodes, rels)
+
+    def _replay(self, state: RunState) -> None:
+        """Resume: rebuild tried keys, bests and statistics from the experiences already in the graph."""
+        rows = self.c.store.read("MATCH (x:Experience {run_id: $run}) RETURN x.id AS id", run=state.run.id)
+        recorded = self.c.store.get_nodes(Experience, [r["id"] for r in rows])
+        by_idea = {d.direction.idea_id: d for d in state.directions}
+        for exp in sorted(recorded.values(), key=lambda x: x.step):
+            parent = _parent_of(exp)
+            state.tried.add(_key_of(exp))
+            state.step = max(state.step, exp.step + 1)
+            d = by_idea.get(exp.direction or "")
+            if exp.status == ExperienceStatus.OK and exp.speedup:
+                if d and (d.best.speedup or 0) < exp.speedup:
+                    d.best = parent
+                if (state.best_speedup or 0) < exp.speedup:
+                    state.best = parent
+            if d:
+                d.evaluations += 1
+            state.history.append(state.best_speedup)
+
+    # ------------------------------------------------------------------------------------------ loop
+
+    def _loop(self, state: RunState, emit: EventSink, cancel: threading.Event) -> None:
+        budget = state.run.budget
+        patience = max(12, budget // 2)
+        parallel = max(1, min(len(state.directions), self.settings.eval_parallelism))
+        pending: dict[Future, DirectionState] = {}
+        seeds = self._seeds(state) if not state.history else []
+        turn = 0
+        with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="eok-direction") as pool:
+            while True:
+                while (
+                    len(pending) < parallel
+                    and len(state.history) + len(pending) < budget
+                    and not cancel.is_set()
+                    and not _stagnant(state.history, patience)
+                ):
+                    live = [d for d in state.directions if d.open_thoughts]
+                    if not live:
+                        break
+                    d = live[turn % len(live)]
+                    turn += 1
+                    seed = seeds.pop(0) if seeds else None
+                    pending[pool.submit(self._step, state, d, seed, emit)] = d
+                if not pending:
+                    break
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    pending.pop(fut)
+                    fut.result()  # a bug in a step is a failed run, not a silent hang
+
+    def _seeds(self, state: RunState) -> list[Generated]:
+        """What worked before, re-measured first: this task's earlier best, then a similar task's best knobs."""
+        seeds: list[Generated] = []
+        if state.ctx.same_task:
+            p = state.ctx.same_task[0]
+            seeds.append(
+                Generated(
+                    code=p.code,
+                    cflags=p.cflags,
+                    key=_prior_key(p),
+                    variant=_variant(p.variant, p.code),
+                    description=f"earlier best for this task ({p.speedup:.2f}x)",
+                )
+            )
+        for p in state.ctx.similar_tasks[:2]:
+            v = _transfer(p, state.task, state.target)
+            if v is not None and v.key not in {s.key for s in seeds}:
+                seeds.append(
+                    Generated(
+                        code=v.code,
+                        cflags=v.cflags,
+                        key=v.key,
+                        variant=v,
+                        description=f"knobs of the best {p.task_id} kernel ({p.speedup:.2f}x)",
+                    )
+                )
+        return seeds
+
+    def _step(self, state: RunState, d: DirectionState, seed: Generated | None, emit: EventSink) -> None:
+        with state.lock:
+            if (
+                d.since_improvement >= MIGRATE_AFTER
+                and state.best
+                and (state.best_speedup or 0) > (d.best.speedup or 0)
+            ):
+                d.best = state.best  # migration: the global best becomes this direction's parent
+                d.since_improvement = 0
+            parent = d.best
+            thought = thompson_pick([t.stats for t in d.open_thoughts], d.rng)
+            card = next(t for t in d.open_thoughts if t.stats is thought)
+            step = state.step
+            state.step += 1
+        gen = seed or self._generate(state, d, card, parent)
+        if gen.error and not gen.llm_calls:
+            with state.lock:
+                d.exhausted.add(card.id)  # offline: nothing left for this thought; costs no evaluation
+            return
+        with state.lock:
+            if gen.key in state.tried and not gen.error:
+                d.exhausted.add(card.id)
+                return
+            state.tried.add(gen.key)
+        result = self._evaluate(state, gen) if not gen.error else None
+        self._record(state, d, card, parent, gen, result, step, emit)
+
+    def _generate(self, state: RunState, d: DirectionState, card: ThoughtCard, parent: Parent) -> Generated:
+        req = GenerationRequest(state.task, state.target, card, parent, state.ctx, set(state.tried), d.rng)
+        generator = self._generator_for(state.run)
+        if isinstance(generator, OfflineCandidateGenerator):
+            with state.lock:  # cheap and deterministic per direction
+                return generator.generate(req)
+        return generator.generate(req)
+
+    def _evaluate(self, state: RunState, gen: Generated) -> EvalResult:
+        return self.evaluator.evaluate(
+            state.task, state.target, Candidate(code=gen.code, cflags=gen.cflags), state.runner
+        )
+
+    def _record(
+        self,
+        state: RunState,
+        d: DirectionState,
+        card: ThoughtCard,
+        parent: Parent,
+        gen: Generated,
+        result: EvalResult | None,
+        step: int,
+        emit: EventSink,
+    ) -> None:
+        status = ExperienceStatus(result.status.value) if result else ExperienceStatus.GENERATION_ERROR
+        speedup = result.speedup if result and result.ok else None
+        success = is_success(status == ExperienceStatus.OK, speedup, parent.speedup)
+        exp = Experience(
+            id=f"{state.run.id}-{step:04d}",
+            task_id=state.task.name,
+            target_key=state.target.key,
+            run_id=state.run.id,
+            parent_id=parent.experience_id,
+            thought_ids=[card.id],
+            direction=d.direction.idea_id,
+            step=step,
+            code=gen.code,
+            code_hash=gen.key,
+            cflags=gen.cflags,
+            variant=json.dumps({"family": gen.variant.family, "knobs": gen.variant.knobs} if gen.variant else {}),
+            status=status,
+            speedup=speedup,
+            baseline_cycles=result.baseline_cycles if result else None,
+            candidate_cycles=result.candidate_cycles if result else None,
+            seconds=result.candidate_seconds if result else None,
+            max_error=result.max_error if result else None,
+            measurement=(result.measurement if result and result.measurement else "none"),
+            feedback=(result.feedback if result else gen.error or "")[:4000],
+            generator=getattr(self._generator_for(state.run), "label", self._generator_for(state.run).name),
+            summary=_summary(card, gen, status, speedup, state.task.name),
+        )
+        with state.lock:
+            improves = bool(speedup and speedup > (state.best_speedup or 0))
+            self.recorder.record(exp, success, parent.speedup, improves, gen.llm_calls, gen.llm_tokens)
+            card.stats.observe(success)
+            d.evaluations += 1
+            node = Parent(
+                code=gen.code,
+                cflags=gen.cflags,
+                variant=gen.variant,
+                speedup=speedup,
+                feedback=exp.feedback,
+                experience_id=exp.id,
+            )
+            if speedup and speedup > (d.best.speedup or 0):
+                d.best, d.since_improvement = node, 0
+            else:
+                d.since_improvement += 1
+                d.best = Parent(
+                    d.best.code, d.best.cflags, d.best.variant, d.best.speedup, exp.feedback, d.best.experience_id
+                )  # keep the best, carry the latest feedback
+            if improves:
+                state.best = node
+            state.history.append(state.best_speedup)
+            state.llm_calls += gen.llm_calls
+            state.llm_tokens += gen.llm_tokens
+            event = self._event(
+                state,
+                "improved" if improves else "evaluation",
+                direction=d.direction.idea_id,
+                status=status.value,
+                speedup=speedup,
+                experience_id=exp.id,
+                message=f"{card.technique.value}: {gen.description}"[:300],
+            )
+        emit(event)
+
+    def _event(self, state: RunState, kind: str, **kw: object) -> ProgressEvent:
+        return ProgressEvent(
+            run_id=state.run.id,
+            kind=kind,
+            evaluations=len(state.history),
+            budget=state.run.budget,
+            best_speedup=state.best_speedup,
+            **kw,
+        )  # type: ignore[arg-type]
+
+    def _history(self, run_id: str) -> list[float | None]:
+        rows = self.c.store.read(
+            "MATCH (x:Experience {run_id: $run}) RETURN x.speedup AS s, x.status AS st ORDER BY x.step", run=run_id
+        )
+        best, out = None, []
+        for r in rows:
+            if r["st"] == "ok" and r["s"] and r["s"] > (best or 0):
+                best = r["s"]
+            out.append(best)
+        return out
+
+
+def _stagnant(history: list[float | None], patience: int) -> bool:
+    if len(history) <= patience:
+        return False
+    return history[-1] == history[-1 - patience]
+
+
+def _summary(card: ThoughtCard, gen: Generated, status: ExperienceStatus, speedup: float | None, task: str) -> str:
+    result = f"{speedup:.2f}x" if speedup else status.value
+    return f"{task}: {card.technique.value} ({card.title}) -> {result}. {gen.description}"[:500]
+
+
+def _parent_of(exp: Experience) -> Parent:
+    return Parent(
+        code=exp.code,
+        cflags=list(exp.cflags),
+        variant=_variant(json.loads(exp.variant or "{}"), exp.code),
+        speedup=exp.speedup,
+        feedback=exp.feedback,
+        experience_id=exp.id,
+    )
+
+
+def _variant(spec: dict, code: str) -> Variant | None:
+    if not spec.get("family"):
+        return None
+    return Variant(family=spec["family"], knobs=spec.get("knobs") or {}, code=code)
+
+
+def _key_of(exp: Experience) -> str:
+    v = _variant(json.loads(exp.variant or "{}"), exp.code)
+    return v.key if v else exp.code_hash
+
+
+def _prior_key(p: PriorExperience) -> str:
+    v = _variant(p.variant, p.code)
+    from agent.generation import code_key
+
+    return v.key if v else code_key(p.code, p.cflags)
+
+
+def _transfer(p: PriorExperience, task: KernelTask, target: TargetProfile) -> Variant | None:
+    """Re-render a similar task's best family knobs for this task (knob transfer across tasks)."""
+    family = p.variant.get("family")
+    if not family:
+        return None
+    for factory in REGISTRY:
+        fam = factory()
+        if fam.name == family and fam.applies(task):
+            try:
+                return fam.render(task, target, dict(p.variant.get("knobs") or {}))
+            except (KeyError, ValueError, TypeError):
+                return None
+    return None
+
+
+def _task_node(task: KernelTask) -> Task:
+    return Task(
+        id=task.name,
+        name=task.name,
+        category=str(task.category),
+        operator=task.operator,
+        dtype=task.dtype,
+        shapes=json.dumps(task.sizes),
+        description=task.description,
+    )
+
+
+def _target_node(t: TargetProfile) -> Target:
+    return Target(
+        key=t.key,
+        name=t.name,
+        isa=t.march,
+        vlen=t.vlen or None,
+        dlen=t.dlen or None,
+        clock_ghz=t.clock_ghz,
+        description=t.description,
+    )
+
+
+__all__ = ["Optimizer", "Path"]

@@ -1,0 +1,96 @@
+"""Writes what the agent learns: every evaluated candidate as an Experience, linked to its thoughts, task,
+target, parent and run, with the (thought, target) effectiveness statistics updated in the same transaction.
+
+Idempotent: recording the same experience id twice changes nothing (statistics move only on creation), so a
+resumed run can never double-count.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from knowledge.embeddings import Embedder
+from knowledge.models import Experience, Run
+from knowledge.store import GraphStore, embedding_properties
+
+_RECORD = """
+MERGE (x:Experience {id: $props.id})
+ON CREATE SET x += $props, x.created_now = true
+WITH x, coalesce(x.created_now, false) AS created
+REMOVE x.created_now
+WITH x, created
+MATCH (task:Task {id: $props.task_id})
+MATCH (tg:Target {key: $props.target_key})
+MATCH (run:Run {id: $props.run_id})
+MERGE (x)-[:FOR_TASK]->(task)
+MERGE (x)-[:ON_TARGET]->(tg)
+MERGE (x)-[:IN_RUN]->(run)
+SET run.evaluations = CASE WHEN created THEN coalesce(run.evaluations, 0) + 1 ELSE run.evaluations END,
+    run.llm_calls = coalesce(run.llm_calls, 0) + CASE WHEN created THEN $llm_calls ELSE 0 END,
+    run.llm_tokens = coalesce(run.llm_tokens, 0) + CASE WHEN created THEN $llm_tokens ELSE 0 END
+FOREACH (_ IN CASE WHEN created AND $improves_run THEN [1] ELSE [] END |
+    SET run.best_experience_id = x.id, run.best_speedup = x.speedup)
+WITH x, created, tg
+CALL (x) {
+    OPTIONAL MATCH (p:Experience {id: x.parent_id})
+    FOREACH (_ IN CASE WHEN p IS NULL THEN [] ELSE [1] END | MERGE (x)-[:DERIVED_FROM]->(p))
+}
+CALL (x, created, tg) {
+    UNWIND x.thought_ids AS tid
+    MATCH (t:Thought {id: tid})
+    MERGE (x)-[:APPLIED]->(t)
+    MERGE (t)-[e:EFFECT_ON]->(tg)
+    ON CREATE SET e.trials = 0, e.successes = 0, e.correct = 0, e.sum_log_speedup = 0.0
+    FOREACH (_ IN CASE WHEN created THEN [1] ELSE [] END |
+        SET e.trials = e.trials + 1,
+            e.successes = e.successes + $success,
+            e.correct = e.correct + $correct,
+            e.sum_log_speedup = e.sum_log_speedup + $log_ratio)
+}
+RETURN created
+"""
+
+
+class Recorder:
+    def __init__(self, store: GraphStore, embedder: Embedder) -> None:
+        self.store = store
+        self.embedder = embedder
+
+    def record(
+        self,
+        exp: Experience,
+        success: bool,
+        parent_speedup: float | None,
+        improves_run: bool,
+        llm_calls: int = 0,
+        llm_tokens: int = 0,
+    ) -> bool:
+        """Store the experience and update statistics atomically. Returns False if it already existed."""
+        props = exp.properties()
+        text = exp.embedding_text() or exp.id
+        vec = self.embedder.embed([text])[0]
+        props.update(embedding_properties(vec, self.embedder.hashes([text])[0], self.embedder.model_name, 0))
+        ok = exp.status == "ok" and exp.speedup
+        log_ratio = math.log(exp.speedup / (parent_speedup or 1.0)) if ok else 0.0
+        rows = self.store.write(
+            _RECORD,
+            props=props,
+            success=int(success),
+            correct=int(bool(ok)),
+            log_ratio=log_ratio,
+            improves_run=improves_run,
+            llm_calls=llm_calls,
+            llm_tokens=llm_tokens,
+        )
+        created = bool(rows and rows[0]["created"])
+        if created:
+            # The FAISS cache learns of the new vector through the generation counter.
+            gen = self.store.bump_embedding_generation()
+            self.store.write("MATCH (x:Experience {id: $id}) SET x.embedding_gen = $gen", id=exp.id, gen=gen)
+        return created
+
+    def update_run(self, run_id: str, **changes: Any) -> None:
+        """Set only the named Run properties (the counters belong to `record`)."""
+        Run.model_validate({"id": run_id, "task_id": "-", "target_key": "-", "budget": 1, **changes})
+        self.store.write("MATCH (r:Run {id: $id}) SET r += $changes", id=run_id, changes=changes)

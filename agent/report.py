@@ -1,0 +1,110 @@
+"""What a finished run leaves for people: the best kernel's code, its lineage, a plot and a short report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from knowledge.store import GraphStore
+
+if TYPE_CHECKING:
+    from agent.types import RunOutcome
+
+_LINEAGE = """
+MATCH path = (best:Experience {id: $id})-[:DERIVED_FROM*0..50]->(root:Experience)
+WHERE NOT (root)-[:DERIVED_FROM]->()
+WITH nodes(path) AS chain LIMIT 1
+UNWIND range(size(chain) - 1, 0, -1) AS i
+WITH chain[i] AS x, size(chain) - 1 - i AS depth
+OPTIONAL MATCH (x)-[:APPLIED]->(t:Thought)
+OPTIONAL MATCH (i:Idea)-[:HAS_THOUGHT]->(t)
+OPTIONAL MATCH (t)-[:EVIDENCED_BY]->(c:Commit)
+WITH depth, x, t, i, collect(c {.sha, .repo, .title})[..3] AS commits
+RETURN depth, x.id AS experience, x.status AS status, x.speedup AS speedup, x.summary AS summary,
+       t.id AS thought, t.title AS thought_title, t.technique AS technique,
+       i.id AS idea, i.title AS idea_title, commits
+ORDER BY depth
+"""
+
+
+def lineage(store: GraphStore, best_id: str) -> list[dict[str, Any]]:
+    """The chain of experiences that led to the best kernel, root first, with thoughts, ideas and commits."""
+    return store.read(_LINEAGE, id=best_id)
+
+
+def write_artifacts(directory: Path, outcome: RunOutcome) -> dict[str, str]:
+    directory.mkdir(parents=True, exist_ok=True)
+    paths: dict[str, str] = {}
+    if outcome.best and outcome.best.code:
+        code = directory / "best.c"
+        flags = " ".join(outcome.best.cflags)
+        code.write_text(
+            f"/* EoK run {outcome.run.id}: {outcome.best.speedup or 0:.3f}x; extra flags: {flags or '-'} */\n"
+            + outcome.best.code
+        )
+        paths["code"] = str(code)
+    if outcome.history:
+        paths["plot"] = str(_plot(directory / "speedup.png", outcome))
+    report = directory / "report.md"
+    report.write_text(_markdown(outcome, paths))
+    paths["report"] = str(report)
+    return paths
+
+
+def _plot(path: Path, outcome: RunOutcome) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    xs = list(range(1, len(outcome.history) + 1))
+    ys = [h or 0.0 for h in outcome.history]
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=110)
+    ax.step(xs, ys, where="post", color="#1f6feb", linewidth=2, label="best so far")
+    ax.axhline(1.0, color="#888", linestyle="--", linewidth=1, label="baseline (clang -O3)")
+    ax.set_xlabel("evaluations")
+    ax.set_ylabel("speedup over baseline")
+    ax.set_title(f"{outcome.run.task_id} on {outcome.run.target_key} ({outcome.run.generator})")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _markdown(o: RunOutcome, paths: dict[str, str]) -> str:
+    r = o.run
+    lines = [
+        f"# EoK run {r.id}",
+        "",
+        "| task | target | generator | status | best speedup | evaluations | LLM calls | LLM tokens |",
+        "|---|---|---|---|---|---|---|---|",
+        f"| {r.task_id} | {r.target_key} | {r.generator} | {r.status} | {(r.best_speedup or 0):.3f}x | "
+        f"{r.evaluations} / {r.budget} | {r.llm_calls} | {r.llm_tokens} |",
+        "",
+    ]
+    if o.best:
+        lines += [
+            f"Best kernel: `{paths.get('code', '-')}` ({o.best.measurement}; extra flags: "
+            f"`{' '.join(o.best.cflags) or '-'}`).",
+            "",
+        ]
+    if "plot" in paths:
+        lines += ["![best speedup over evaluations](speedup.png)", ""]
+    if o.lineage:
+        lines += [
+            "## Lineage of the best kernel",
+            "",
+            "| step | thought (technique) | idea | result | evidence |",
+            "|---|---|---|---|---|",
+        ]
+        for row in o.lineage:
+            commits = ", ".join(f"{c['repo']}@{c['sha'][:8]}" for c in row.get("commits") or []) or "-"
+            result = f"{row['speedup']:.3f}x" if row.get("speedup") else row.get("status")
+            lines.append(
+                f"| {row['depth']} | {row.get('thought_title')} ({row.get('technique')}) | "
+                f"{row.get('idea_title')} | {result} | {commits} |"
+            )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,157 @@
+"""`eok optimize`: run the agent on one task and target, with live progress and a report at the end."""
+
+from __future__ import annotations
+
+import threading
+from typing import Annotated
+
+import typer
+from rich.live import Live
+from rich.table import Table
+
+from agent.types import ProgressEvent, RunOutcome, RunRequest
+from core.errors import InvalidInput
+from core.settings import get_settings
+from service.cli.app import JsonOpt, app, console, print_json
+
+
+class _Progress:
+    """Per-direction counters rendered as a live table."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.rows: dict[str, dict] = {}
+        self.evaluations = 0
+        self.best: float | None = None
+        self.last = ""
+
+    def update(self, e: ProgressEvent) -> None:
+        self.evaluations, self.best = e.evaluations, e.best_speedup
+        if e.direction:
+            row = self.rows.setdefault(e.direction, {"evals": 0, "ok": 0, "best": None})
+            row["evals"] += 1
+            row["ok"] += e.status == "ok"
+            if e.speedup and e.speedup > (row["best"] or 0):
+                row["best"] = e.speedup
+        self.last = e.message
+
+    def table(self) -> Table:
+        t = Table(title=f"evaluations {self.evaluations}/{self.budget}   best {_x(self.best)}", title_justify="left")
+        for col in ("direction (idea)", "evals", "correct", "best"):
+            t.add_column(col)
+        for d, r in self.rows.items():
+            t.add_row(d, str(r["evals"]), str(r["ok"]), _x(r["best"]))
+        t.caption = self.last[:100]
+        return t
+
+
+def _x(v: float | None) -> str:
+    return f"{v:.2f}x" if v else "-"
+
+
+@app.command()
+def optimize(
+    task: Annotated[str | None, typer.Argument(help="suite task name or task directory")] = None,
+    target: Annotated[str, typer.Option(help="target key: k1-x60, k3-x100, k3-a100, host")] = "k1-x60",
+    budget: Annotated[int, typer.Option(help="evaluations to spend")] = 32,
+    directions: Annotated[int, typer.Option(help="ideas explored side by side")] = 4,
+    generator: Annotated[str, typer.Option(help="auto | llm | offline")] = "auto",
+    seed: Annotated[int, typer.Option(help="random seed")] = 0,
+    runner: Annotated[str | None, typer.Option(help="qemu | ssh | native (default from settings)")] = None,
+    resume: Annotated[str | None, typer.Option(help="resume the run with this id")] = None,
+    json_out: bool = JsonOpt,
+) -> None:
+    """Optimize a kernel task for a target; every evaluated candidate is recorded in the graph."""
+    from agent.optimizer import Optimizer
+    from service.bootstrap import Container
+
+    if not task and not resume:
+        raise InvalidInput("give a TASK (e.g. saxpy) or --resume RUN_ID", "see `eok tasks list`")
+    container = Container(get_settings())
+    opt = Optimizer(container)
+    if resume:
+        run = opt.get_run(resume)
+    else:
+        req = RunRequest(
+            task=task or "",
+            target=target,
+            budget=budget,
+            directions=directions,
+            generator=generator,
+            seed=seed,
+            runner=runner,
+        )  # type: ignore[arg-type]
+        run = opt.create_run(req)
+    outcome = _execute(opt, run.id, run.budget, quiet=json_out)
+    if json_out:
+        print_json(_outcome_json(outcome))
+    else:
+        _print_outcome(outcome)
+    container.close()
+
+
+def _execute(opt, run_id: str, budget: int, quiet: bool) -> RunOutcome:
+    progress = _Progress(budget)
+    cancel = threading.Event()
+    if quiet:
+        return opt.execute(run_id, cancel=cancel)
+    console.print(f"run [bold]{run_id}[/] (resume with `eok optimize --resume {run_id}`)")
+    with Live(progress.table(), console=console, refresh_per_second=4, transient=False) as live:
+
+        def on_event(e: ProgressEvent) -> None:
+            progress.update(e)
+            live.update(progress.table())
+
+        try:
+            return opt.execute(run_id, on_event=on_event, cancel=cancel)
+        except KeyboardInterrupt:
+            cancel.set()
+            raise
+
+
+def _outcome_json(o: RunOutcome) -> dict:
+    return {
+        "run": o.run.model_dump(mode="json"),
+        "best": o.best.model_dump(mode="json", exclude={"code"}) if o.best else None,
+        "lineage": o.lineage,
+        "history": o.history,
+        "artifacts": o.artifacts,
+        "seconds": o.seconds,
+    }
+
+
+def _print_outcome(o: RunOutcome) -> None:
+    r = o.run
+    t = Table(title=f"run {r.id}: {r.task_id} on {r.target_key}")
+    for col in ("best speedup", "evaluations", "LLM calls", "LLM tokens", "time", "status"):
+        t.add_column(col)
+    t.add_row(
+        _x(r.best_speedup),
+        f"{r.evaluations}/{r.budget}",
+        str(r.llm_calls),
+        str(r.llm_tokens),
+        f"{o.seconds:.0f} s",
+        str(r.status),
+    )
+    console.print(t)
+    if o.best:
+        console.print(
+            f"best kernel ({o.best.measurement}): {o.artifacts.get('code')}  flags: {' '.join(o.best.cflags) or '-'}"
+        )
+    if o.lineage:
+        lt = Table(title="lineage of the best kernel (root first)")
+        for col in ("step", "thought (technique)", "idea", "result", "evidence commits"):
+            lt.add_column(col)
+        for row in o.lineage:
+            commits = ", ".join(f"{c['repo']}@{c['sha'][:8]}" for c in row.get("commits") or []) or "-"
+            lt.add_row(
+                str(row["depth"]),
+                f"{row.get('thought_title')} ({row.get('technique')})",
+                str(row.get("idea_title")),
+                _x(row.get("speedup")) if row.get("speedup") else str(row["status"]),
+                commits,
+            )
+        console.print(lt)
+    for name in ("plot", "report"):
+        if name in o.artifacts:
+            console.print(f"{name}: {o.artifacts[name]}")
