@@ -58,6 +58,7 @@ class RunChannel:
         self.done = False
         self.cancel = threading.Event()
         self.stopping_service = False  # cancelled because the service stops: the run becomes interrupted
+        self.user_cancelled = False  # cancelled by DELETE /runs/{id}: stays cancelled even during a shutdown
         self._lock = threading.Lock()
         self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
 
@@ -158,6 +159,7 @@ class RunManager:
         with self._lock:
             channel = self._channels.get(run_id)
         if channel is not None and not channel.done:
+            channel.user_cancelled = True
             channel.cancel.set()  # the agent stops after its current evaluation
             return run
         if run.status in FINISHED:
@@ -198,7 +200,7 @@ class RunManager:
             return
 
         def on_event(event: ProgressEvent) -> None:
-            if channel.stopping_service and event.kind == "cancelled":
+            if channel.stopping_service and not channel.user_cancelled and event.kind == "cancelled":
                 return  # not a user's cancel: reported as interrupted below
             channel.publish(event)
 
@@ -211,12 +213,12 @@ class RunManager:
             log.exception("run %s crashed", run_id)
             self._fail(channel, f"the agent crashed: {type(e).__name__}: {e}")
         finally:
-            if channel.stopping_service:
+            if channel.stopping_service and not channel.user_cancelled:
                 self._interrupt(channel)
             channel.close()
 
     def _finish_unstarted(self, channel: RunChannel) -> None:
-        if channel.stopping_service:
+        if channel.stopping_service and not channel.user_cancelled:
             self._interrupt(channel)
         else:
             self._set_status(channel.run_id, RunStatus.CANCELLED, "cancelled before it started")
@@ -238,17 +240,19 @@ class RunManager:
         message = (
             "the service stopped while the run was going; it resumes at the next start (or POST /runs/{id}/resume)"
         )
-        self._set_status(channel.run_id, RunStatus.INTERRUPTED, message, only_unfinished=True)
+        # The agent recorded our stop request as "cancelled"; a run it finished or failed stays as it is.
+        self._set_status(channel.run_id, RunStatus.INTERRUPTED, message, unless=("done", "failed"))
         channel.publish(ProgressEvent(run_id=channel.run_id, kind="failed", status="interrupted", message=message))
 
-    def _set_status(self, run_id: str, status: RunStatus, error: str | None, only_unfinished: bool = False) -> None:
-        guard = " AND NOT r.status IN ['done', 'failed', 'cancelled']" if only_unfinished else ""
+    def _set_status(self, run_id: str, status: RunStatus, error: str | None, unless: tuple[str, ...] = ()) -> None:
         self.store.write(
-            f"MATCH (r:Run {{id: $id}}) WHERE true{guard} "
-            "SET r.status = $status, r.error = coalesce($error, r.error), r.finished_at = datetime()",
+            "MATCH (r:Run {id: $id}) WHERE NOT r.status IN $unless "
+            "SET r.status = $status, r.error = coalesce($error, r.error), "
+            "r.finished_at = CASE WHEN $status IN ['done', 'failed', 'cancelled'] THEN datetime() END",
             id=run_id,
             status=str(status),
             error=error,
+            unless=list(unless),
         )
 
     # -- startup and shutdown ---------------------------------------------------------------------------

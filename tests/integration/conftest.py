@@ -360,10 +360,14 @@ def node_count(store: GraphStore) -> int:
 class StandInOptimizer:
     """Implements the Optimizer API over the real graph, without generating or evaluating kernels."""
 
-    def __init__(self, container: Container, step_s: float = 0.05) -> None:
+    def __init__(self, container: Container, step_s: float = 0.05, crash_after: int | None = None) -> None:
         self.store = container.store
         self.step_s = step_s
+        self.crash_after = crash_after  # raise an unexpected error after this many evaluations (a bug)
         self.executed: list[str] = []
+        self.running = 0
+        self.max_running = 0
+        self._lock = threading.Lock()
 
     def create_run(self, req: RunRequest) -> Run:
         from evaluator.targets import load_target
@@ -388,8 +392,19 @@ class StandInOptimizer:
         on_event: Callable[[ProgressEvent], None] | None = None,
         cancel: threading.Event | None = None,
     ) -> RunOutcome:
-        emit = on_event or (lambda e: None)
-        self.executed.append(run_id)
+        with self._lock:
+            self.executed.append(run_id)
+            self.running += 1
+            self.max_running = max(self.max_running, self.running)
+        try:
+            return self._execute(run_id, on_event or (lambda e: None), cancel)
+        finally:
+            with self._lock:
+                self.running -= 1
+
+    def _execute(
+        self, run_id: str, emit: Callable[[ProgressEvent], None], cancel: threading.Event | None
+    ) -> RunOutcome:
         run = self.get_run(run_id)
         done = self.store.read("MATCH (x:Experience)-[:IN_RUN]->(:Run {id: $id}) RETURN count(x) AS n", id=run_id)
         start, best = done[0]["n"], run.best_speedup
@@ -400,6 +415,8 @@ class StandInOptimizer:
                 self._save(run, status=RunStatus.CANCELLED, finished_at=datetime.now(UTC))
                 emit(ProgressEvent(run_id=run_id, kind="cancelled", evaluations=step, budget=run.budget))
                 return self.outcome(run_id)
+            if self.crash_after is not None and step >= self.crash_after:
+                raise RuntimeError("stand-in agent bug: secret internal detail")
             time.sleep(self.step_s)
             speedup = 1.0 + 0.1 * step
             exp = Experience(
@@ -516,7 +533,11 @@ def client(api_app: FastAPI) -> Iterator[TestClient]:
 def serve_in_thread(app: FastAPI, port: int) -> tuple[Any, threading.Thread]:
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=3
+        )
+    )
     thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)
     thread.start()
     deadline = time.monotonic() + 60

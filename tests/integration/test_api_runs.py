@@ -1,0 +1,219 @@
+"""Run endpoints over real HTTP (uvicorn on 127.0.0.1): start, watch by SSE, cancel, pool bound, restarts.
+
+The agent here is tests/integration/conftest.py's StandInOptimizer (it records synthetic experiences in
+the real graph and evaluates nothing); what is under test is the service around it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+import pytest
+
+from knowledge.models import Run, RunStatus
+from service.api.app import create_app
+from service.bootstrap import Container
+from tests.integration.conftest import OPERATOR, READER, SEED_RUN, StandInOptimizer, free_port, serve_in_thread
+
+
+@contextmanager
+def serve(container: Container, optimizer: StandInOptimizer | None, **options: Any) -> Iterator[httpx.Client]:
+    app = create_app(container=container, optimizer_factory=lambda c: optimizer, warm=False, **options)
+    port = free_port()
+    server, thread = serve_in_thread(app, port)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
+            yield http
+    finally:
+        server.should_exit = True
+        thread.join(timeout=60)
+        assert not thread.is_alive(), "the server did not stop"
+
+
+def sse(http: httpx.Client, run_id: str, headers: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Read the whole event stream of a run (it ends when the run ends)."""
+    events, current = [], {}
+    with http.stream("GET", f"/runs/{run_id}/events", headers={**READER, **(headers or {})}) as r:
+        assert r.status_code == 200, r.read()
+        assert r.headers["content-type"].startswith("text/event-stream")
+        for line in r.iter_lines():
+            if line.startswith(":"):
+                continue
+            if not line:
+                if current:
+                    events.append(current)
+                current = {}
+                continue
+            field, _, value = line.partition(": ")
+            current[field] = json.loads(value) if field == "data" else value
+    return events
+
+
+def start(http: httpx.Client, **body: Any) -> str:
+    r = http.post("/runs", json={"task": "sscal", "budget": 4, **body}, headers=OPERATOR)
+    assert r.status_code == 202, r.text
+    return r.json()["id"]
+
+
+def wait_for(check: Callable[[], bool], timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def graph(api_graph: Container) -> Container:
+    return api_graph
+
+
+def test_start_watch_and_inspect_a_run(graph: Container) -> None:
+    with serve(graph, StandInOptimizer(graph)) as http:
+        r = http.post("/runs", json={"task": "sscal", "target": "k1-x60", "budget": 4, "seed": 7}, headers=OPERATOR)
+        assert r.status_code == 202, r.text
+        accepted = r.json()
+        assert accepted["status"] == "queued" and accepted["events_url"] == f"/runs/{accepted['id']}/events"
+        events = sse(http, accepted["id"])
+        kinds = [e["event"] for e in events]
+        assert kinds == ["started", "evaluation", "evaluation", "evaluation", "evaluation", "finished"]
+        assert [int(e["id"]) for e in events] == list(range(6))
+        assert [e["data"]["best_speedup"] for e in events[1:5]] == pytest.approx([1.0, 1.1, 1.2, 1.3])
+        detail = http.get(f"/runs/{accepted['id']}", headers=READER).json()
+        assert detail["status"] == "done" and detail["active"] is False
+        assert detail["history"] == pytest.approx([1.0, 1.1, 1.2, 1.3])
+        assert detail["best"]["speedup"] == pytest.approx(1.3)
+        # A late listener gets the whole story again, and Last-Event-ID skips what it has seen.
+        assert [e["event"] for e in sse(http, accepted["id"])] == kinds
+        tail = sse(http, accepted["id"], headers={"Last-Event-ID": "3"})
+        assert [int(e["id"]) for e in tail] == [4, 5]
+        listed = http.get("/runs", params={"status": "done"}, headers=READER).json()["items"]
+        assert accepted["id"] in {r["id"] for r in listed}
+
+
+def test_events_of_a_run_from_an_earlier_process_replay_from_the_graph(graph: Container) -> None:
+    with serve(graph, StandInOptimizer(graph)) as http:
+        events = sse(http, SEED_RUN)
+    assert [e["event"] for e in events] == ["started", "evaluation", "evaluation", "evaluation", "finished"]
+    assert [e["data"]["experience_id"] for e in events[1:4]] == ["exp-1", "exp-2", "exp-3"]
+    assert events[-1]["data"]["best_speedup"] == 1.8
+
+
+def test_cancel_stops_a_running_run(graph: Container) -> None:
+    optimizer = StandInOptimizer(graph, step_s=0.3)
+    with serve(graph, optimizer) as http:
+        run_id = start(http, budget=50)
+        wait_for(lambda: http.get(f"/runs/{run_id}", headers=READER).json()["evaluations"] >= 1)
+        r = http.delete(f"/runs/{run_id}", headers=OPERATOR)
+        assert r.status_code == 202 and "cancelling" in r.json()["message"]
+        events = sse(http, run_id)
+        assert events[-1]["event"] == "cancelled"
+        detail = http.get(f"/runs/{run_id}", headers=READER).json()
+        assert detail["status"] == "cancelled" and detail["evaluations"] < 50
+        again = http.delete(f"/runs/{run_id}", headers=OPERATOR)
+        assert again.status_code == 409 and again.json()["error"]["code"] == "conflict"
+
+
+def test_bad_run_requests_are_clear(graph: Container) -> None:
+    with serve(graph, StandInOptimizer(graph)) as http:
+        r = http.post("/runs", json={"task": "no_such_task"}, headers=OPERATOR)
+        assert r.status_code == 404 and "no_such_task" in r.json()["error"]["message"]
+        r = http.post("/runs", json={"task": "sscal", "target": "k9"}, headers=OPERATOR)
+        assert r.status_code == 404 and "'k9'" in r.json()["error"]["message"]
+        r = http.post("/runs", json={"task": "sscal", "budget": 0}, headers=OPERATOR)
+        assert r.status_code == 422 and "budget" in r.json()["error"]["message"]
+        assert http.get("/runs/nope", headers=READER).status_code == 404
+        assert http.get("/runs/nope/events", headers=READER).status_code == 404
+
+
+def test_the_worker_pool_is_bounded(graph: Container) -> None:
+    optimizer = StandInOptimizer(graph, step_s=0.1)
+    with serve(graph, optimizer) as http:  # api_workers = 2 in the test settings
+        ids = [start(http, budget=5) for _ in range(4)]
+        time.sleep(0.3)
+        statuses = [http.get(f"/runs/{i}", headers=READER).json()["status"] for i in ids]
+        assert statuses.count("queued") >= 2  # two wait while two run
+        for i in ids:
+            assert sse(http, i)[-1]["event"] == "finished"
+    assert optimizer.max_running == 2
+
+
+def test_an_agent_crash_fails_the_run_without_leaking_details(graph: Container) -> None:
+    with serve(graph, StandInOptimizer(graph, crash_after=1)) as http:
+        run_id = start(http)
+        events = sse(http, run_id)
+        assert events[-1]["event"] == "failed"
+        assert "RuntimeError" in events[-1]["data"]["message"]
+        detail = http.get(f"/runs/{run_id}", headers=READER).json()
+        assert detail["status"] == "failed" and "crashed" in detail["error"]
+        assert http.get("/health").status_code == 200  # the service is fine
+
+
+def test_without_the_agent_runs_answer_503(graph: Container) -> None:
+    with serve(graph, None) as http:
+        r = http.post("/runs", json={"task": "sscal"}, headers=OPERATOR)
+        assert r.status_code == 503
+        assert "agent" in r.json()["error"]["message"]
+        assert http.get("/health").json()["agent"] is False
+
+
+def _left_behind(graph: Container, status: RunStatus) -> str:
+    """A run as a crashed process leaves it: stored, unfinished, nobody executing it."""
+    run = Run(
+        id=f"run-left-{status}-{time.monotonic_ns()}", task_id="sscal", target_key="k1-x60", budget=3, status=status
+    )
+    graph.store.upsert_nodes([run])
+    return run.id
+
+
+def test_restart_resumes_unfinished_runs(graph: Container) -> None:
+    queued, running = _left_behind(graph, RunStatus.QUEUED), _left_behind(graph, RunStatus.RUNNING)
+    optimizer = StandInOptimizer(graph)
+    with serve(graph, optimizer, resume_runs=True) as http:
+        for run_id in (queued, running):
+            assert sse(http, run_id)[-1]["event"] == "finished"
+            assert http.get(f"/runs/{run_id}", headers=READER).json()["status"] == "done"
+    assert {queued, running} <= set(optimizer.executed)
+
+
+def test_restart_without_resume_marks_interrupted_then_resume_on_request(graph: Container) -> None:
+    running = _left_behind(graph, RunStatus.RUNNING)
+    optimizer = StandInOptimizer(graph)
+    with serve(graph, optimizer, resume_runs=False) as http:
+        detail = http.get(f"/runs/{running}", headers=READER).json()
+        assert detail["status"] == "interrupted" and "resume" in detail["error"]
+        assert running not in optimizer.executed
+        r = http.post(f"/runs/{running}/resume", headers=OPERATOR)
+        assert r.status_code == 202, r.text
+        assert sse(http, running)[-1]["event"] == "finished"
+        assert http.post(f"/runs/{running}/resume", headers=OPERATOR).status_code == 409
+
+
+def test_stopping_the_service_interrupts_a_run_and_the_next_start_resumes_it(graph: Container) -> None:
+    slow = StandInOptimizer(graph, step_s=0.3)
+    with serve(graph, slow) as http:
+        run_id = start(http, budget=8)
+        wait_for(lambda: http.get(f"/runs/{run_id}", headers=READER).json()["evaluations"] >= 1)
+
+        def listen() -> None:
+            with contextlib.suppress(httpx.HTTPError):  # the server goes away mid-stream
+                sse(http, run_id)
+
+        reader = threading.Thread(target=listen)
+        reader.start()
+        time.sleep(0.2)
+    reader.join(timeout=30)
+    assert not reader.is_alive()  # an open event stream does not keep a stopping service alive
+    stored = graph.store.get_node(Run, run_id)
+    assert stored is not None and stored.status == RunStatus.INTERRUPTED  # not cancelled, not lost
+    assert 1 <= stored.evaluations < 8
+    with serve(graph, StandInOptimizer(graph)) as http:
+        assert sse(http, run_id)[-1]["event"] == "finished"
+        detail = http.get(f"/runs/{run_id}", headers=READER).json()
+        assert detail["status"] == "done" and detail["evaluations"] == 8
