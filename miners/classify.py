@@ -368,7 +368,7 @@ TECHNIQUE_MSG: dict[Technique, re.Pattern[str]] = {
     Technique.REDUCTION: re.compile(r"reduction|horizontal (?:add|sum)|\bhsum\b", re.I),
     Technique.APPROXIMATION: re.compile(r"polynomial|approximat|lookup table|\blut\b|table[- ]based", re.I),
     Technique.WIDENING: re.compile(
-        r"widen|\bvnni\b|\bi8mm\b|dot ?prod(?:uct)? instruction|\bdotprod\b|\bsdot\b|"
+        r"widen|\bvnni\b|\bi8mm\b|dot ?prod(?:uct)? instruction|\bdotprod\b|"
         r"\bvpdpbusd\b|integer dot",
         re.I,
     ),
@@ -391,7 +391,7 @@ TECHNIQUE_CODE: dict[Technique, re.Pattern[str]] = {
     Technique.PREFETCH: re.compile(r"\w*prefetch\w*|\bprfm\b|\bdcbt\b|\bpld\b|\bPREFETCH\w*", re.I),
     Technique.WIDENING: re.compile(
         r"\w*(?:vwmacc|vwmul|vwredsum|vqmacc|_maddubs|_madd_epi16|_dpbus|vdotq_|vmlal|vmull|smmla|ummla|usdot|"
-        r"__lsx_vmulw|__lasx_xvmulw|vec_msum)\w*|\bsdot\b"
+        r"__lsx_vmulw|__lasx_xvmulw|vec_msum)\w*"
     ),
     Technique.REDUCTION: re.compile(
         r"\w*(?:v(?:f)?red(?:u|o)?sum|vfredmax|_hadd_|vaddvq|vpaddq|svaddv|hsum|_reduce_)\w*"

@@ -148,6 +148,8 @@ class LlmDistiller:
                 return "", None, f"HTTP {e.status_code}"
             except (APIConnectionError, APITimeoutError) as e:
                 return "", None, f"endpoint unreachable: {type(e).__name__}"
+            except ValueError as e:  # a 200 whose body is not a completion (JSONDecodeError is a ValueError)
+                return "", None, f"malformed response body: {type(e).__name__}"
         with self._lock:
             self.calls += 1
             if resp.usage:

@@ -1,0 +1,99 @@
+"""`eok mine REPO`: mine a git history into optimization ideas and thoughts in the graph."""
+
+from __future__ import annotations
+
+import time
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from core.errors import InvalidInput
+from core.settings import get_settings
+from miners import LIBRARIES, MineOptions, Miner, MineReport
+from service.cli.app import JsonOpt, app, console, err_console, print_json
+
+
+class _RichProgress:
+    """Progress bar with commits/s; drawn on stderr so --json output stays clean."""
+
+    def __init__(self, bar: Progress) -> None:
+        self.bar = bar
+        self.tasks: dict[str, TaskID] = {}
+        self.started: dict[str, float] = {}
+
+    def update(self, phase: str, done: int, total: int | None) -> None:
+        if phase not in self.tasks:
+            self.tasks[phase] = self.bar.add_task(phase, total=total, rate="")
+            self.started[phase] = time.monotonic()
+        elapsed = max(1e-6, time.monotonic() - self.started[phase])
+        self.bar.update(self.tasks[phase], completed=done, total=total, rate=f"{done / elapsed:,.0f}/s")
+
+
+@app.command()
+def mine(
+    repo: str = typer.Argument(..., help="A git work tree, a bare repository, or a URL to clone."),
+    library: str = typer.Option("auto", "--library", help=f"Kernel path profile: {', '.join(LIBRARIES)}."),
+    since: str | None = typer.Option(None, "--since", help="Mine only commits after this revision."),
+    limit: int | None = typer.Option(None, "--limit", help="Mine at most N commits (newest first)."),
+    llm: bool = typer.Option(False, "--llm", help="Have the configured LLM write the lessons."),
+    name: str | None = typer.Option(None, "--name", help="Repository name in the graph (default: derived)."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Mine a repository's history for optimization commits; incremental and idempotent."""
+    from service.bootstrap import Container
+
+    options = MineOptions(library=library.lower(), since=since, limit=limit, llm=llm, name=name)
+    options.validate()
+    if llm and not get_settings().llm_configured:
+        raise InvalidInput("--llm: no LLM endpoint configured", "set OPENAI_BASE_URL / OPENAI_API_KEY or drop --llm")
+    container = Container()
+    try:
+        bar = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
+            disable=json_out,
+        )
+        with bar:
+            miner = Miner(container.store, lambda: container.embedder, container.settings, _RichProgress(bar))
+            report = miner.mine(repo, options)
+    finally:
+        container.close()
+    if json_out:
+        print_json(report.as_dict())
+        return
+    _print_report(report)
+
+
+def _print_report(r: MineReport) -> None:
+    if r.up_to_date:
+        console.print(
+            f"{r.repository}: already mined up to {(r.head or 'an empty history')[:12]}; nothing to do",
+            highlight=False,
+        )
+        return
+    t = Table(title=f"mined {r.repository} ({r.library})", show_header=False)
+    rows = [
+        ("commits read", f"{r.commits_read:,} ({r.new_commits:,} new)"),
+        ("candidates (patches read)", f"{r.candidates:,}"),
+        ("optimization commits", f"{r.optimization_commits:,}"),
+        ("by ISA", ", ".join(f"{k} {v}" for k, v in r.optimization_by_isa.items()) or "-"),
+        ("thoughts created / updated", f"{r.thoughts_created} / {r.thoughts_updated} (merged {r.thoughts_merged})"),
+        ("ideas created / updated", f"{r.ideas_created} / {r.ideas_updated}"),
+        ("head", (r.head or "")[:12]),
+        ("time", f"{r.seconds:.1f} s ({r.commits_read / max(r.seconds, 1e-6):,.0f} commits/s)"),
+    ]
+    if r.llm_calls or r.llm_failures:
+        rows.append(("LLM calls / failures", f"{r.llm_calls} / {len(r.llm_failures)}"))
+    for k, v in rows:
+        t.add_row(k, v)
+    console.print(t)
+    for w in r.warnings[:20]:
+        err_console.print(f"[yellow]warning:[/] {w}", highlight=False)
+    if len(r.warnings) > 20:
+        err_console.print(f"[yellow]... {len(r.warnings) - 20} more warnings (use --json)[/]")

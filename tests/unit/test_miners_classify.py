@@ -1,0 +1,123 @@
+"""Classifier, ISA/operator/technique detection and perf-claim parsing on real git repositories."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from miners import gitwalk
+from miners.classify import parse_perf_claims
+from miners.pipeline import MineOptions, Miner, MineReport
+from miners.profiles import GENERIC, GGML, ONNXRUNTIME, OPENBLAS, PROFILES, detect_library, file_kind
+from tests.support.gitrepos import EXPECTED, build_kernel_repo
+
+
+@pytest.fixture(scope="module")
+def kernel_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("kernels") / "repo"
+    build_kernel_repo(path)
+    return path
+
+
+def _walk(path: Path) -> tuple[list, gitwalk.WalkWarnings]:
+    handle = gitwalk.open_repository(str(path), path / "cache")
+    warnings = gitwalk.WalkWarnings()
+    miner = Miner.__new__(Miner)  # the walk needs no store: exercise it alone
+    miner.progress = type("P", (), {"update": lambda *a: None})()
+    report = MineReport(handle.name, "openblas", None, None)
+    mined = miner._walk(handle, OPENBLAS, ["HEAD"], MineOptions(), warnings, report)
+    return mined, warnings
+
+
+def _key(title: str) -> str:
+    return "Caf?: tidy kernel comments" if title.endswith(": tidy kernel comments") else title
+
+
+def test_every_commit_is_classified_exactly(kernel_repo: Path) -> None:
+    mined, warnings = _walk(kernel_repo)
+    got = {
+        _key(m.raw.title): (
+            m.classification.is_optimization,
+            [str(i) for i in m.classification.isas],
+            [str(o) for o in m.classification.operators],
+            [str(t) for t in m.classification.techniques],
+        )
+        for m in mined
+    }
+    assert got == {k: tuple(v) for k, v in EXPECTED.items()}
+    assert warnings.messages == []
+
+
+def test_reasons_explain_the_score(kernel_repo: Path) -> None:
+    mined, _ = _walk(kernel_repo)
+    by_title = {m.raw.title: m.classification for m in mined}
+    rvv = by_title["Optimize sdot with RVV intrinsics, 2.1x faster"]
+    assert rvv.perf_claims == [2.1]
+    assert any("claims speedup 2.1x" in r for r in rvv.reasons)
+    assert rvv.score == pytest.approx(sum(float(r.split(" ", 1)[0]) for r in rvv.reasons))
+    fix = by_title["Fix wrong result in RVV dot tail"]
+    assert any("fix/revert" in r for r in fix.reasons) and not fix.is_optimization
+    assert by_title["Update README with build instructions"].reasons == ["changes no source code (only doc files)"]
+    assert "merge commit" in by_title["Merge branch 'rvv-scal'"].reasons[0]
+
+
+def test_walk_reads_renames_binaries_empty_and_huge_commits(kernel_repo: Path) -> None:
+    mined, _ = _walk(kernel_repo)
+    by_title = {m.raw.title: m.raw for m in mined}
+    assert len(mined) == len(EXPECTED)
+    rename = by_title["Rename dot_rvv.c to dot_vector.c"]
+    assert [(f.old_path, f.path) for f in rename.files] == [("kernel/riscv64/dot_rvv.c", "kernel/riscv64/dot_vector.c")]
+    logo = by_title["Add logo"].files[0]
+    assert logo.binary and logo.insertions == 0
+    assert by_title["Empty commit"].files == []
+    huge = by_title["Add generated exp table"]
+    assert huge.insertions > 600_000  # 50 MB of lines: counted, but its patch is never read
+    assert len(by_title["Merge branch 'rvv-scal'"].parents) == 2
+    latin = next(m.raw for m in mined if m.raw.title.endswith(": tidy kernel comments"))
+    assert latin.title.startswith("Caf")
+
+
+def test_walk_survives_missing_objects(tmp_path: Path) -> None:
+    repo = build_kernel_repo(tmp_path / "broken", huge_mb=1)
+    blob = repo.commit("HEAD~6").tree / "kernel/arm64/saxpy_neon.c"  # written by the NEON commit
+    obj = Path(repo.git_dir) / "objects" / blob.hexsha[:2] / blob.hexsha[2:]
+    obj.unlink()
+    mined, warnings = _walk(tmp_path / "broken")
+    assert len(mined) == len(EXPECTED)  # nothing lost but the unreadable line counts
+    assert any(blob.hexsha in w for w in warnings.messages), warnings.messages
+    damaged = [m for m in mined if m.raw.damaged]
+    assert damaged and all("unreadable" in m.classification.reasons[-1] for m in damaged)
+
+
+@pytest.mark.parametrize(
+    ("text", "claims"),
+    [
+        ("sgemm: 1.8x faster on K1", [1.8]),
+        ("this makes dgemv 35% faster", [1.35]),
+        ("improves from 10 to 14 GFLOPS", [1.4]),
+        ("latency from 10 ms to 5 ms", [2.0]),
+        ("speedup of 20% for small sizes", [1.2]),
+        ("add 16x8 kernel", []),
+        ("bump to version 0.3.28", []),
+        ("about 3 times faster", [3.0]),
+        ("10% slower but correct", []),
+    ],
+)
+def test_perf_claims(text: str, claims: list[float]) -> None:
+    assert parse_perf_claims(text) == claims
+
+
+def test_library_profiles_know_kernel_paths() -> None:
+    assert OPENBLAS.kernel_arch("kernel/riscv64/dot_vector.c") == "riscv64"
+    assert GGML.kernel_arch("ggml/src/ggml-cpu/arch/riscv/quants.c") == "riscv"
+    assert GGML.kernel_arch("src/ggml-quants.c") == ""
+    assert ONNXRUNTIME.kernel_arch("onnxruntime/core/mlas/lib/riscv64/SgemmKernelRvv.cpp") == "riscv64"
+    assert GENERIC.kernel_arch("src/arch/x86_64/gemm.c") == "x86_64"
+    assert file_kind("lapack-netlib/SRC/dgetrf.f", OPENBLAS) == "vendored"
+    assert file_kind("ctest/c_dblat1.f", OPENBLAS) == "test"
+    assert file_kind("docs/index.md", OPENBLAS) == "doc"
+    assert file_kind("CMakeLists.txt", OPENBLAS) == "build"
+    assert detect_library("whatever", {"kernel", "param.h", "driver/level3"}) is OPENBLAS
+    assert detect_library("ggml-org/llama.cpp", set()) is GGML
+    assert set(PROFILES) == {"openblas", "ggml", "onnxruntime", "generic"}
