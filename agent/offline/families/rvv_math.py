@@ -177,7 +177,7 @@ def exp_f32(src: CSource, lmul: int, degree: int) -> str:
     si = suffix("i", 32, lmul)
     name = f"nn_exp_{s}_d{degree}"
     lines = [
-        f"/* e^x: clamp, n = round(x*log2e) by the 1.5*2^23 shifter, r = x - n*ln2 (two-part ln2),",
+        "/* e^x: clamp, n = round(x*log2e) by the 1.5*2^23 shifter, r = x - n*ln2 (two-part ln2),",
         f"   degree-{degree} minimax polynomial for e^r on [-ln2/2, ln2/2] (rel. error <= "
         f"{EXP_ERROR[degree]:.1e}), then 2^n added into the exponent bits. */",
         f"static inline {t} {name}({t} x, size_t vl)",
