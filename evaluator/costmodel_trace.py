@@ -142,6 +142,15 @@ def _wait_within_budget(proc: subprocess.Popen[bytes], log: Path, timeout_s: flo
         step = min(step * 2, 0.05)
 
 
+def _signal_note(rc: int) -> str:
+    """The signal behind an exit code, from Popen (-N) or from a shell wrapper (128+N)."""
+    number = -rc if rc < 0 else rc - 128 if 128 < rc < 160 else 0
+    try:
+        return f", {signal.Signals(number).name}" if number else ""
+    except ValueError:
+        return ""
+
+
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
@@ -242,7 +251,8 @@ def trace_region(
                     keys, tb_addrs, regions = parse_log(data, begin_pc, end_pc)
         except EokError as exc:
             tail = (workdir / "stderr").read_bytes()[-400:].decode(errors="replace").strip()
-            if tail or rc:
-                exc.message += f" (qemu exit code {rc}; stderr: {tail or '-'})"
+            exc.message += f" (qemu exit code {rc}{_signal_note(rc)}; stderr: {tail or '-'})"
+            if rc in (-signal.SIGXFSZ, 128 + signal.SIGXFSZ):
+                exc.hint = "the TB log hit the file-size limit: shrink the model-mode problem size"
             raise
     return RegionTrace(keys, tb_addrs, regions, seconds, size, rc)

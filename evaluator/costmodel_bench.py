@@ -1,0 +1,69 @@
+"""Checking the cost model: build marked C sources, run the whole region through llvm-mca as one stream.
+
+Used by scripts/bench_costmodel.py and the cost-model tests. `whole_trace_cycles` is the yardstick for the
+loop/pass decomposition: it simulates every dynamic instruction of the region in one llvm-mca run, which is
+exact for the machine model but too slow beyond ~1e5 instructions.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from core.errors import Unavailable
+from evaluator import costmodel
+from evaluator.costmodel_elf import read_disassembly, start_objdump
+from evaluator.costmodel_mca import MCA, MCA_FLAGS, streams
+from evaluator.costmodel_trace import trace_region
+
+CLANG = "clang-22"
+QEMU = "qemu-riscv64"
+X60_QEMU_CPU = "rv64,v=true,vlen=256,elen=64,vext_spec=v1.0"
+
+
+def build(source: Path, out: Path, defines: dict[str, object] | None = None, include: Path | None = None) -> Path:
+    """Compile one marked C source the way the evaluator links harnesses: static, non-PIE, clang-22."""
+    if shutil.which(CLANG) is None:
+        raise Unavailable(f"{CLANG} not found", hint="apt-get install clang-22 lld-22")
+    argv = [CLANG, "--target=riscv64-linux-gnu", "-mcpu=spacemit-x60", "-O2", "-static", "-no-pie"]
+    argv += ["-fuse-ld=lld", "-Wno-unused-command-line-argument", f"-I{include or source.parent}"]
+    argv += [f"-D{k}={v}" for k, v in (defines or {}).items()]
+    subprocess.run([*argv, str(source), "-o", str(out), "-lm"], check=True, capture_output=True, text=True)
+    return out
+
+
+def qemu_argv(binary: Path, qemu_cpu: str = X60_QEMU_CPU) -> list[str]:
+    return [QEMU, "-cpu", qemu_cpu, str(binary.resolve())]
+
+
+def whole_trace_cycles(binary: Path, argv: list[str], decoupled: bool = True) -> dict[str, int]:
+    """Total cycles of the region's full dynamic instruction stream, per llvm-mca stream.
+
+    In-order: one stream "c", exact for the machine model. Decoupled: vector "v" and scalar "s" streams over
+    the whole region with no synchronisation at all, so max(v, s) is a lower bound (perfect overlap).
+    """
+    binary = binary.resolve()
+    with tempfile.TemporaryDirectory(prefix="eok-whole-") as tmp:
+        work = Path(tmp)
+        proc = start_objdump(binary, work / "objdump.txt")
+        found = []
+
+        def markers() -> tuple[int, int]:
+            found.append(read_disassembly(proc, work / "objdump.txt", binary))
+            return found[0].symbol(costmodel.BEGIN_MARKER, binary), found[0].symbol(costmodel.END_MARKER, binary)
+
+        trace = trace_region(argv, binary.parent, markers, timeout_s=120.0)
+        blocks, ids, _ = costmodel.executed_blocks(trace, found[0])
+        executed = [blocks[i] for i in ids.tolist()]
+        totals: dict[str, int] = {}
+        for name, lines in streams(executed, decoupled).items():
+            path = work / f"{name}.s"
+            path.write_text("\n".join(lines) + "\n")
+            argv_mca = [MCA, "-mtriple=riscv64", "-mcpu=spacemit-x60", "-iterations=1", "-json"]
+            argv_mca += [*MCA_FLAGS]
+            out = subprocess.run([*argv_mca, str(path)], capture_output=True, text=True, check=True).stdout
+            totals[name] = int(json.loads(out)["CodeRegions"][0]["SummaryView"]["TotalCycles"])
+    return totals

@@ -1,0 +1,276 @@
+"""Cost-model pieces that need no qemu: log parsing, loop finding, instruction text, llvm-mca pricing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.errors import EokError, InvalidInput, Unavailable
+from evaluator import costmodel
+from evaluator.costmodel_elf import make_insn
+from evaluator.costmodel_loops import find_loops, loop_mask, previous_distance
+from evaluator.costmodel_mca import (
+    STEADY_ITERATIONS,
+    CostCache,
+    Segment,
+    Unit,
+    cost_units,
+    needs_coupling,
+    require_mca,
+    streams,
+)
+from evaluator.costmodel_trace import Vtype, decode_vtype, parse_in_asm, parse_log, qemu_with_logging
+
+# ---------------------------------------------------------------------------------------------- trace
+
+# Flags qemu 7.2 printed after these vsetvli (recorded once with qemu-riscv64 7.2 and kept here as data).
+QEMU72_FLAGS = {
+    0x03206680: ("E32", "M1"),
+    0x02206688: ("E32", "M2"),
+    0x03206690: ("E32", "M4"),
+    0x00206698: ("E32", "M8"),
+    0x03206638: ("E8", "MF2"),
+    0x03206E70: ("E16", "MF4"),
+    0x032066D8: ("E64", "M8"),
+    0x03206EC0: ("E64", "M1"),
+}
+
+
+@pytest.mark.parametrize(("flags", "expected"), QEMU72_FLAGS.items())
+def test_decode_vtype_reads_qemu72_tb_flags(flags: int, expected: tuple[str, str]) -> None:
+    assert decode_vtype(flags) == Vtype(*expected)
+
+
+def test_decode_vtype_vill_is_none() -> None:
+    assert decode_vtype(0x00207600) is None  # e16 mf8 at ELEN 64: qemu sets vill
+
+
+def _exec_line(pc: int, flags: int, sym: str = "f") -> str:
+    return f"Trace 0: 0x7f00000000a0 [0000000000000000/{pc:016x}/{flags:08x}/00000200] {sym}\n"
+
+
+def _in_asm(addrs: list[tuple[int, str]]) -> str:
+    lines = "".join(f"0x{a:016x}:  {raw}          insn\n" for a, raw in addrs)
+    return f"----------------\nIN: f\n{lines}\n"
+
+
+def _log(*parts: str) -> bytes:
+    return "".join(parts).encode()
+
+
+BEGIN, END = 0x1000, 0x1004
+
+
+def test_parse_log_keeps_only_the_region_and_reads_extents() -> None:
+    data = _log(
+        _in_asm([(0x2000, "8082")]),
+        _exec_line(0x2000, 0x03206680),  # before the region: ignored
+        _exec_line(BEGIN, 0x03206680, "eok_region_begin"),
+        _in_asm([(0x3000, "0207e487"), (0x3004, "9532"), (0x3006, "fe0698e3")]),
+        _exec_line(0x3000, 0x03206680, "operator[]"),  # a '[' in the symbol must not confuse the parser
+        _exec_line(0x3000, 0x03206690),
+        _exec_line(END, 0x03206680, "eok_region_end"),
+        _exec_line(0x2000, 0x03206680),
+    )
+    keys, extents, regions = parse_log(data, BEGIN, END)
+    assert regions == 1
+    assert [(int(k) >> 16, decode_vtype(int(k) & 0xFFFF)) for k in keys] == [
+        (0x3000, Vtype("E32", "M1")),
+        (0x3000, Vtype("E32", "M4")),
+    ]
+    assert extents[0x3000] == (0x3000, 0x3004, 0x3006)
+    assert extents[0x2000] == (0x2000,)
+
+
+def test_parse_log_sums_several_regions() -> None:
+    body = _exec_line(0x3000, 0x03206680)
+    data = _log(
+        _in_asm([(0x3000, "9532")]),
+        _exec_line(BEGIN, 0),
+        body,
+        _exec_line(END, 0),
+        _exec_line(BEGIN, 0),
+        body,
+        body,
+        _exec_line(END, 0),
+    )
+    keys, _, regions = parse_log(data, BEGIN, END)
+    assert regions == 2 and len(keys) == 3
+
+
+def test_parse_log_without_begin_says_what_to_fix() -> None:
+    with pytest.raises(EokError, match="eok_region_begin was never executed") as err:
+        parse_log(_log(_exec_line(0x3000, 0)), BEGIN, END)
+    assert "harness must call" in (err.value.hint or "")
+
+
+def test_parse_log_without_end_names_the_marker() -> None:
+    with pytest.raises(EokError, match="eok_region_end was not reached"):
+        parse_log(_log(_exec_line(BEGIN, 0), _exec_line(0x3000, 0)), BEGIN, END)
+
+
+def test_later_translation_of_a_pc_replaces_the_earlier_one() -> None:
+    data = _log(_in_asm([(0x3000, "9532"), (0x3002, "9532")]), _in_asm([(0x3000, "9532")]))
+    assert parse_in_asm(data)[0x3000] == (0x3000,)
+
+
+def test_logging_options_are_added_after_the_emulator() -> None:
+    argv = qemu_with_logging(["qemu-riscv64", "-cpu", "rv64,v=true", "./h", "model", "cand"], Path("/t/log"))
+    logging = ["-d", "in_asm,exec,nochain", "-D", "/t/log"]
+    assert argv == ["qemu-riscv64", *logging, "-cpu", "rv64,v=true", "./h", "model", "cand"]
+
+
+@pytest.mark.parametrize("argv", [[], ["qemu-riscv64", "-d", "exec", "./h"]])
+def test_bad_qemu_argv_is_invalid_input(argv: list[str]) -> None:
+    with pytest.raises(InvalidInput, match="qemu_argv"):
+        qemu_with_logging(argv, Path("/t/log"))
+
+
+# ---------------------------------------------------------------------------------------------- loops
+
+
+def test_previous_distance() -> None:
+    assert previous_distance(np.array([5, 6, 5, 5, 6])).tolist() == [0, 0, 2, 1, 3]
+
+
+def test_self_loop_and_multi_tb_loop_are_found() -> None:
+    # 9 = prologue, 1 = self loop x4, then a 3-TB loop (4,2,3) x3 with exit glue 7
+    ids = np.array([9, 1, 1, 1, 1, 4, 2, 3, 4, 2, 3, 4, 2, 3, 7])
+    loops = find_loops(ids)
+    assert [(lp.body, lp.iterations, lp.start, lp.stop) for lp in loops] == [
+        ((1,), 4, 1, 5),
+        ((2, 3, 4), 3, 5, 14),  # rotated to start at the smallest id
+    ]
+    assert loop_mask(len(ids), loops).tolist() == [False] + [True] * 13 + [False]
+
+
+def test_nested_loop_resolves_to_the_inner_loop() -> None:
+    outer = [5, 6, 6, 6, 6, 7]  # head, inner self-loop x4, latch
+    loops = find_loops(np.array(outer * 3))
+    assert {lp.body for lp in loops} == {(6,)}
+    assert sum(lp.iterations for lp in loops) == 12
+
+
+def test_irregular_paths_are_not_loops() -> None:
+    assert find_loops(np.array([1, 2, 3, 1, 3, 2, 1, 2, 3, 2, 1])) == []
+
+
+# ------------------------------------------------------------------------------------ instruction text
+
+
+def test_branch_targets_become_dot_and_symbols_are_dropped() -> None:
+    assert make_insn("bltu", "a3, a2, 0x302e2 <sdot+0xc>").text == "bltu a3, a2, ."
+    assert make_insn("jal", "0x5b5d6 <malloc>").text == "jal ."
+    assert make_insn("j", "0x30244").text == "j ."
+    assert make_insn("auipc", "a0, 0x12 <x>").text == "auipc a0, 0x12"
+
+
+def test_vector_and_sync_classification() -> None:
+    assert make_insn("vfmacc.vv", "v8, v9, v10").is_vector
+    assert not make_insn("vsetvli", "a4, a4, e32, m1, ta, ma").is_vector  # issues on the scalar IEUA
+    assert make_insn("vfmv.f.s", "fa0, v8").to_scalar
+    assert make_insn("csrr", "a0, vl").to_scalar
+    assert not make_insn("csrr", "a0, vlenb").to_scalar
+    assert not make_insn("add", "a0, a0, a1").is_vector
+
+
+# ----------------------------------------------------------------------------------------------- mca
+
+
+def _seg(lines: list[str], vtype: Vtype | None = Vtype("E32", "M1")) -> Segment:
+    insns = tuple(make_insn(*line.partition(" ")[::2]) for line in lines)
+    return Segment(insns, vtype if any(i.is_vector for i in insns) else None)
+
+
+FMA_INDEPENDENT = [f"vfmacc.vf v{8 + k}, fa0, v1" for k in range(8)] + ["addi a0, a0, -1", "bnez a0, 0x10 <l>"]
+FMA_CHAIN = ["vfmacc.vf v8, fa0, v1", "addi a0, a0, -1", "bnez a0, 0x10 <l>"]
+
+
+def test_streams_split_vector_and_scalar_with_the_vtype_stated() -> None:
+    got = streams([_seg(FMA_CHAIN, Vtype("E32", "M4"))], split=True)
+    assert got["v"] == ["# LLVM-MCA-RISCV-LMUL M4", "# LLVM-MCA-RISCV-SEW E32", "vfmacc.vf v8, fa0, v1"]
+    assert got["s"] == ["addi a0, a0, -1", "bnez a0, ."]
+    assert list(streams([_seg(FMA_CHAIN)], split=False)) == ["c"]
+
+
+def test_a_vector_to_scalar_move_couples_the_streams() -> None:
+    assert needs_coupling([_seg(["vfredusum.vs v8, v8, v9", "vfmv.f.s fa0, v8", "fadd.s fa1, fa1, fa0"])])
+    assert not needs_coupling([_seg(FMA_CHAIN)])
+
+
+def test_loop_costs_follow_the_x60_latency_table() -> None:
+    chain, independent = (Unit("loop", (_seg(lines),)) for lines in (FMA_CHAIN, FMA_INDEPENDENT))
+    costs, simulated = cost_units([chain, independent], "spacemit-x60", None)
+    assert simulated == 2
+    assert costs[0].cycles == pytest.approx(5.0, abs=0.1)  # vfmacc latency 5
+    assert costs[1].cycles == pytest.approx(8.0, abs=0.1)  # one vfmacc per cycle on VFP
+
+
+def test_in_order_llvm_mca_stalls_scalar_behind_vector_write_back() -> None:
+    unit = Unit("loop", (_seg(FMA_INDEPENDENT),))
+    (coupled,), _ = cost_units([unit], "spacemit-x60", None, decoupled=False)
+    (split,), _ = cost_units([unit], "spacemit-x60", None, decoupled=True)
+    assert coupled.cycles > split.cycles + 3  # addi waits for the last vfmacc to retire
+
+
+def test_lmul_changes_the_cost() -> None:
+    units = [Unit("loop", (_seg(FMA_INDEPENDENT, Vtype("E32", lmul)),)) for lmul in ("M1", "M2", "M4", "M8")]
+    costs, _ = cost_units(units, "spacemit-x60", None)
+    assert [round(c.cycles) for c in costs] == [8, 16, 32, 64]  # occupancy 1, 2, 4, 8 per vfmacc
+
+
+def test_pass_cost_is_what_a_block_adds_after_its_predecessor() -> None:
+    divide = _seg(["div a0, a1, a2"])  # 20 cycles, not pipelined
+    dependent, independent = _seg(["add a3, a3, a0"]), _seg(["add a3, a3, a4"])
+    (dep, indep), _ = cost_units(
+        [Unit("pass", (dependent,), (divide,)), Unit("pass", (independent,), (divide,))], "spacemit-x60", None
+    )
+    assert indep.cycles == 0  # finishes in the shadow of the divide
+    assert dep.cycles >= 1  # must wait for the quotient, then adds its own cycle
+
+
+def test_calls_cost_a_jump_not_llvm_mca_default_100_cycles() -> None:
+    (cost,), _ = cost_units([Unit("loop", (_seg(["jal 0x5b5d6 <malloc>"]),))], "spacemit-x60", None)
+    assert cost.cycles < 2
+
+
+def test_instructions_without_a_model_are_counted_and_charged() -> None:
+    (cost,), _ = cost_units([Unit("loop", (_seg(["fence", "add a0, a0, a1"]),))], "spacemit-x60", None)
+    assert cost.unsupported == 1
+    assert cost.cycles >= 1.0
+
+
+def test_cache_returns_the_same_cost_without_simulating(tmp_path: Path) -> None:
+    unit = Unit("loop", (_seg(FMA_CHAIN),))
+    cache = CostCache(tmp_path)
+    first, simulated_first = cost_units([unit], "spacemit-x60", cache)
+    second, simulated_second = cost_units([unit], "spacemit-x60", cache)
+    cache.close()
+    assert (simulated_first, simulated_second) == (1, 0)
+    assert first == second
+    assert (tmp_path / "x60-mca-costs.sqlite").is_file()
+
+
+def test_steady_state_iterations_cover_the_longest_latency() -> None:
+    # vfredusum m8 has latency 57: a chain of them still converges to its steady state.
+    unit = Unit("loop", (_seg(["vfredusum.vs v8, v16, v8"], Vtype("E32", "M8")),))
+    (cost,), _ = cost_units([unit], "spacemit-x60", None)
+    assert STEADY_ITERATIONS >= 16
+    assert cost.cycles == pytest.approx(57, abs=1)
+
+
+# -------------------------------------------------------------------------------------------- errors
+
+
+def test_unknown_mcpu_lists_the_known_ones(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="spacemit-x60"):
+        costmodel.model_kernel_cycles(tmp_path / "h", ["qemu-riscv64", "./h"], tmp_path, mcpu="cortex-a53")
+
+
+def test_missing_llvm_mca_is_unavailable_with_an_install_hint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # a real environment where llvm-mca-22 is not installed
+    with pytest.raises(Unavailable, match="llvm-mca-22") as err:
+        require_mca()
+    assert "apt-get install llvm-22" in (err.value.hint or "")
