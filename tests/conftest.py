@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -84,9 +85,21 @@ def neo4j_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setting
 
 @pytest.fixture(scope="session")
 def _session_store(neo4j_settings: Settings) -> Iterator[GraphStore]:
+    from neo4j.exceptions import TransientError
+
     from knowledge.store import GraphStore
 
-    store = GraphStore.connect(neo4j_settings)  # applies the schema migrations once per session
+    # Connecting applies the schema migrations once per session. On a brand-new database a schema statement
+    # can hit Neo4j's DeadlockDetected (a TransientError: "retry") against background index population;
+    # the migrations are idempotent, so retrying is what Neo4j prescribes. Any other error fails loudly.
+    for attempt in range(3):
+        try:
+            store = GraphStore.connect(neo4j_settings)
+            break
+        except TransientError:
+            if attempt == 2:
+                raise
+            time.sleep(1.0)
     try:
         yield store
     finally:
