@@ -84,6 +84,9 @@ class EvalResult(BaseModel):
     model: str | None = None  # cost model id when measurement == "modeled"
     approximate: bool = False  # the cost model is a proxy for this core
     limit_hit: str | None = None  # time | cpu | memory | output when a limit stopped the run
+    # Non-zero expected elements per output at the last size checked: a task whose expected output is all
+    # zeros could not tell a kernel that writes zeros from a correct one.
+    reference_nonzero: dict[str, int] = {}
     stages_s: dict[str, float] = Field(default_factory=dict)
 
     @property
@@ -119,7 +122,10 @@ class Evaluator:
         target: TargetProfile,
         candidate: Candidate,
         runner: str | Runner | None = None,
+        *,
+        timing: bool = True,
     ) -> EvalResult:
+        """Run the cascade; `timing=False` stops after the correctness check (no speedup)."""
         run = self._runner(runner, target)
         target = self._effective_target(run, target)
         t0 = time.monotonic()
@@ -136,7 +142,10 @@ class Evaluator:
         try:
             build = self._prepare(task, target, candidate, run, workdir, result)
             self._check(task, target, run, build, result)
-            self._time(task, target, run, build, result)
+            if timing:
+                self._time(task, target, run, build, result)
+            else:
+                result.feedback = f"correct on {result.sizes_checked} sizes (not timed)"
         except _Stop as stop:
             result = stop.result
         finally:
@@ -225,6 +234,7 @@ class Evaluator:
         result.max_error = _num(record.get("max_abs_err"))
         result.norm_error = _num(record.get("norm_err"))
         result.sizes_checked = int(record.get("sizes_checked", 0))
+        result.reference_nonzero = {str(k): int(v) for k, v in (record.get("ref_nonzero") or {}).items()}
         if not record.get("ok"):
             raise _Stop(_with(result, status=EvalStatus.WRONG, feedback=_wrong_feedback(task, record)))
 

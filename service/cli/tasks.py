@@ -1,0 +1,168 @@
+"""`eok tasks list|show|targets` and `eok eval`: the kernel task suite and single evaluations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from core.errors import InvalidInput, NotFound
+from core.settings import get_settings
+from service.cli.app import JsonOpt, app, console, err_console, print_json
+
+tasks_app = typer.Typer(help="List and inspect kernel tasks (bundled suite + EOK_TASK_DIRS).", no_args_is_help=True)
+app.add_typer(tasks_app, name="tasks")
+
+
+def _task_summary(task: Any) -> dict[str, Any]:
+    return {
+        "name": task.name,
+        "category": task.category.value,
+        "operator": task.operator.value,
+        "dtype": task.dtype,
+        "signature": task.signature,
+        "bench_size": task.bench_size,
+        "sizes": len(task.sizes),
+        "directory": str(task.directory),
+    }
+
+
+@tasks_app.command("list")
+def list_cmd(json_out: bool = JsonOpt) -> None:
+    """Every task: name, category, operator, dtype and bench size."""
+    from evaluator.tasks import list_tasks
+
+    tasks = list_tasks(get_settings())
+    if json_out:
+        print_json([_task_summary(t) for t in tasks])
+        return
+    table = Table(title=f"{len(tasks)} kernel tasks")
+    for col in ("name", "category", "operator", "dtype", "bench size"):
+        table.add_column(col)
+    for t in tasks:
+        bench = ", ".join(f"{k}={v}" for k, v in t.bench_size.items())
+        table.add_row(t.name, t.category.value, t.operator.value, t.dtype, bench)
+    console.print(table)
+
+
+@tasks_app.command("show")
+def show(
+    name: str = typer.Argument(..., help="Task name or path to a task directory."), json_out: bool = JsonOpt
+) -> None:
+    """One task in full: spec, sizes, arguments and the reference code."""
+    from evaluator.tasks import load_task
+
+    task = load_task(name, get_settings())
+    if json_out:
+        print_json(
+            {
+                **_task_summary(task),
+                "description": task.description,
+                "tolerance": task.tolerance.model_dump(),
+                "flops": task.flops,
+                "sizes": task.sizes,
+                "bench_index": task.bench_index,
+                "args": {k: v.model_dump(exclude_none=True) for k, v in task.args.items()},
+                "reference_code": task.reference_code,
+            }
+        )
+        return
+    console.print(f"[bold]{task.name}[/]  ({task.category.value} / {task.operator.value}, {task.dtype})")
+    console.print(task.description, highlight=False)
+    console.print(f"signature: {task.signature}", highlight=False)
+    tol = task.tolerance
+    console.print(f"tolerance: rtol {tol.rtol:g}, atol {tol.atol:g}, norm {tol.norm_bound:g}", highlight=False)
+    for i, size in enumerate(task.sizes):
+        mark = "  <- bench" if i == task.bench_index else ""
+        console.print("  size " + ", ".join(f"{k}={v}" for k, v in size.items()) + mark, highlight=False)
+    console.print(f"directory: {task.directory}", highlight=False)
+    console.rule("reference.c")
+    console.print(task.reference_code, highlight=False, markup=False)
+
+
+@tasks_app.command("targets")
+def targets(json_out: bool = JsonOpt) -> None:
+    """The target cores EoK knows, with the numbers the reports use."""
+    from evaluator.targets import list_targets
+
+    profiles = list_targets()
+    if json_out:
+        print_json([p.model_dump() for p in profiles])
+        return
+    table = Table(title="targets")
+    for col in ("key", "name", "VLEN/DLEN", "issue", "clock GHz", "L1D/L2 KB", "cost model"):
+        table.add_column(col)
+    for p in profiles:
+        table.add_row(
+            p.key,
+            p.name,
+            f"{p.vlen}/{p.dlen}" if p.vlen else "-",
+            f"{p.issue}{' OoO' if p.out_of_order else ''}" if p.issue else "-",
+            f"{p.clock_ghz:g}" if p.clock_ghz else "-",
+            f"{p.l1d_kb}/{p.l2_kb}" if p.l1d_kb else "-",
+            (p.cost_model + ("" if p.modeled_exact else " (proxy)")) if p.cost_model else "-",
+        )
+    console.print(table)
+
+
+@app.command("eval")
+def eval_cmd(
+    task: str = typer.Argument(..., help="Task name or path to a task directory."),
+    target: str = typer.Option(None, "--target", "-t", help="Target key (default: EOK_DEFAULT_TARGET)."),
+    candidate: Path = typer.Option(None, "--candidate", "-c", help="Candidate C file (default: the reference)."),
+    cflags: str = typer.Option("", "--cflags", help='Extra compiler flags, e.g. "-O2 -funroll-loops".'),
+    runner: str = typer.Option(None, "--runner", "-r", help="qemu | ssh | native (default: EOK_DEFAULT_RUNNER)."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Evaluate a candidate (or the reference itself) on a target: correctness, then timing."""
+    from evaluator.evaluate import Candidate, Evaluator
+    from evaluator.targets import load_target
+    from evaluator.tasks import load_task
+    from evaluator.toolchain import split_cflags
+
+    settings = get_settings()
+    spec = load_task(task, settings)
+    profile = load_target(target or settings.default_target)
+    if candidate is not None:
+        if not candidate.is_file():
+            raise NotFound(f"candidate file {candidate} does not exist", "pass a C file with --candidate")
+        code, label = candidate.read_text(), candidate.name
+    else:
+        code, label = spec.reference_code, "reference"
+    try:
+        flags = split_cflags(cflags)
+    except ValueError as e:
+        raise InvalidInput(f"--cflags: {e}", "quote the flags as one shell-style string") from None
+    evaluator = Evaluator(settings)
+    with err_console.status(f"evaluating {label} on {spec.name} / {profile.key} ..."):
+        result = evaluator.evaluate(spec, profile, Candidate(code=code, cflags=flags, label=label), runner)
+    if json_out:
+        print_json(result.model_dump(mode="json"))
+    else:
+        _print_result(result)
+    if not result.ok:
+        raise typer.Exit(1)
+
+
+def _print_result(r: Any) -> None:
+    color = "green" if r.ok else "red"
+    console.print(f"[bold {color}]{r.status.value}[/]  {r.task} on {r.target} via {r.runner}", highlight=False)
+    console.print(r.feedback, highlight=False, markup=False)
+    if r.max_error is not None:
+        console.print(f"max error {r.max_error:.3g}, normalized error {r.norm_error or 0:.3g}", highlight=False)
+    if r.measurement == "modeled":
+        approx = " (approximate: proxy model)" if r.approximate else ""
+        console.print(
+            f"modeled cycles: baseline {r.baseline_cycles:.0f}, candidate {r.candidate_cycles:.0f}{approx}",
+            highlight=False,
+        )
+    elif r.measurement in ("measured", "native"):
+        console.print(
+            f"{r.measurement} seconds per call: baseline {r.baseline_seconds:.3e}, candidate {r.candidate_seconds:.3e}",
+            highlight=False,
+        )
+    if r.speedup is not None:
+        console.print(f"speedup {r.speedup:.2f}x ({r.measurement})", highlight=False)
+    console.print(f"{r.duration_s:.2f} s", style="dim", highlight=False)
