@@ -335,6 +335,8 @@ def _stem(path: str) -> str:
 
 
 _INTRINSIC_RX = re.compile(
+    r"\b[xyz]mm\d+\b|\bv(?:fmadd|fmsub|fnmadd|mul|add|sub|mov|perm|shuf|broadcast)\w*p[sd]\b|"
+    r"\bv\d+\.\d*[sdhb]\b|\bz\d+\.[sdhb]\b|\bv[a-z]+\d*\.v[vxfi]?\b|\bxv[a-z]+(?:sp|dp)\b|\blxv\w*|\bstxv\w*|"
     r"__riscv_v\w+|\bv(?:le|se|fmacc|fmul|fadd|fredusum|wmacc|wmul|wredsum)\d*_v\w*|_mm(?:256|512)?_\w+|"
     r"\bv(?:ld|st)[1-4]q?_\w+|\bv\w+q_[suf]\d+\b|\bsv\w+_[suf]\d+\w*|__lsx_\w+|__lasx_\w+|\bvec_\w+|"
     r"\bwasm_\w+x\d+_\w+|__builtin_mma_\w+"
@@ -540,7 +542,7 @@ PERF_RX = re.compile(
     r"optimi[sz](?:e|ed|es|ing|ation|ations)\b|\bopt\b|speed[- ]?up|\bfaster\b|\bperformance\b|\bperf\b|"
     r"accelerat\w*|\bspeed\b|\bboost\w*|\bthroughput\b|\bgflops\b|\blatency\b|\befficien\w*|\btun(?:e|ed|ing)\b|"
     r"\bimprove\w* (?:the )?(?:speed|perf\w*|efficiency)|\bfast(?:er)? (?:path|version|kernel|implementation)|"
-    r"\bquicker\b|\bhot ?path\b|\bcheaper\b",
+    r"\bquicker\b|\bhot ?path\b|\bcheaper\b|\bparalleli[sz](?:e|ed|es|ing|ation)\b|\bmulti-?thread(?:ed|ing)\b",
     re.I,
 )
 IMPL_RX = re.compile(
@@ -610,7 +612,8 @@ def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
     kernel_paths = [p for p in paths if kinds.get(p) == "kernel"]
     if c.is_merge:
         return MetaSignals(0.0, ["merge commit: its changes are judged in the merged commits"], [], [], [], True)
-    if not code_paths:
+    build_only = bool(paths) and all(kinds[p] == "build" for p in paths)
+    if not code_paths and not (build_only and PERF_RX.search(c.message)):
         what = ", ".join(sorted({kinds[p] for p in paths})) or "no"
         return MetaSignals(0.0, [f"changes no source code (only {what} files)"], [], [], [], True)
     reasons: list[str] = []
@@ -625,23 +628,27 @@ def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
     perf_words = {m.group(0).lower() for m in PERF_RX.finditer(message)}
     if perf_words:
         in_title = bool(PERF_RX.search(title))
-        add(2.0 if in_title else 1.0, f"message speaks of performance ({', '.join(sorted(perf_words)[:4])})")
+        add(2.0 if in_title else 1.5, f"message speaks of performance ({', '.join(sorted(perf_words)[:4])})")
     claims = parse_perf_claims(message)
     if claims:
         add(1.5, f"claims speedup {', '.join(f'{x:g}x' for x in claims[:4])}")
-    if m := IMPL_RX.search(title):
+    gpu = gpu_only(code_paths or paths)
+    if (m := IMPL_RX.search(title)) and not (gpu and m.group(0).lower().rstrip("s").endswith("kernel")):
         add(1.5, f"title introduces a SIMD/kernel implementation ({m.group(0)[:50]!r})")
-    elif m := IMPL_RX.search(message):
+    elif (m := IMPL_RX.search(message)) and not gpu:
         add(0.5, f"message introduces a SIMD/kernel implementation ({m.group(0)[:50]!r})")
     if kernel_paths:
         add(0.5, f"touches kernel code ({kernel_paths[0]}{' ...' if len(kernel_paths) > 1 else ''})")
         new_kernels = [f for f in c.files if kinds[f.path] == "kernel" and f.deletions == 0 and f.insertions >= 30]
         if new_kernels:
             add(0.5, f"adds kernel file {new_kernels[0].path}")
-    if len(paths) >= 3 and len(code_paths) / len(paths) < 0.3:
+    if len(paths) >= 3 and 0 < len(code_paths) / len(paths) < 0.3:
         add(-0.5, "mostly non-source files")
-    msg_tech = next(((t, m) for t, rx in TECHNIQUE_MSG.items() if (m := rx.search(message))), None)
-    if msg_tech and (perf_words or kernel_paths):
+    title_tech = next(((t, m) for t, rx in TECHNIQUE_MSG.items() if (m := rx.search(title))), None)
+    msg_tech = title_tech or next(((t, m) for t, rx in TECHNIQUE_MSG.items() if (m := rx.search(message))), None)
+    if title_tech and kernel_paths:
+        add(1.0, f"title names a technique on kernel code ({title_tech[0].value}: {title_tech[1].group(0)!r})")
+    elif msg_tech and (perf_words or kernel_paths):
         add(0.5, f"message names a technique ({msg_tech[0].value}: {msg_tech[1].group(0)!r})")
     if neg := NEG_STRONG_RX.search(title):
         add(-2.5 if not claims else -1.0, f"title reads as a fix/revert ({neg.group(0).strip()!r})")
