@@ -163,13 +163,22 @@ def pid(settings: Settings) -> int | None:
         return None
     path = pid_file(settings)
     try:
-        recorded = int(path.read_text().strip())
+        recorded: int | None = int(path.read_text().strip())
     except (FileNotFoundError, ValueError):
-        return None
-    if _is_our_server(recorded, settings):
+        recorded = None
+    if recorded is not None and _is_our_server(recorded, settings):
         return recorded
-    log.info("removing stale pid file %s (process %s is gone)", path, recorded)
-    path.unlink(missing_ok=True)
+    if recorded is not None:
+        log.info("removing stale pid file %s (process %s is gone)", path, recorded)
+        path.unlink(missing_ok=True)
+    return _find_server(settings)
+
+
+def _find_server(settings: Settings) -> int | None:
+    """A server for this data dir whose pid file was lost (deleted by hand), found by its command line."""
+    for proc in psutil.process_iter(["pid", "name"]):
+        if proc.info["name"] == "java" and _is_our_server(proc.info["pid"], settings):
+            return int(proc.info["pid"])
     return None
 
 
@@ -204,6 +213,7 @@ def start(settings: Settings, watch_pid: int | None = None) -> str:
         running = pid(settings)
         if running is not None:
             _check_port(running, settings)
+            pid_file(settings).write_text(f"{running}\n")  # restores a pid file lost by hand
         else:
             _refuse_taken_port(settings)
             running = _spawn(settings, jar, heap, pagecache, watch_pid)

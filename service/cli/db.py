@@ -9,7 +9,6 @@ import typer
 from rich.table import Table
 
 from core.settings import Settings, get_settings
-from knowledge import local_neo4j
 from service.cli.app import JsonOpt, app, console, print_json
 
 db_app = typer.Typer(help="Start, stop and inspect the Neo4j that holds the experience graph.", no_args_is_help=True)
@@ -17,6 +16,8 @@ app.add_typer(db_app, name="db")
 
 
 def _where(settings: Settings) -> dict[str, Any]:
+    from knowledge import local_neo4j
+
     local = settings.uses_local_neo4j
     return {
         "uri": settings.bolt_uri,
@@ -29,6 +30,8 @@ def _where(settings: Settings) -> dict[str, Any]:
 @db_app.command()
 def start(json_out: bool = JsonOpt) -> None:
     """Start the local Neo4j (building it on first use) and print its Bolt URI; no-op if it runs."""
+    from knowledge import local_neo4j  # imported per command: the driver costs every `eok` call ~0.3 s
+
     settings = get_settings()
     began = time.monotonic()
     uri = local_neo4j.start(settings)
@@ -42,6 +45,8 @@ def start(json_out: bool = JsonOpt) -> None:
 @db_app.command()
 def stop(json_out: bool = JsonOpt) -> None:
     """Stop the local Neo4j cleanly (SIGTERM; it checkpoints before exiting)."""
+    from knowledge import local_neo4j
+
     settings = get_settings()
     was_running = local_neo4j.stop(settings)
     clean = local_neo4j.stopped_cleanly(settings) if was_running else None
