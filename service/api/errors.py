@@ -16,6 +16,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from core.errors import EokError
@@ -85,9 +86,15 @@ def install_error_handlers(app: FastAPI) -> None:
         message = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)
         if exc.status_code == 404 and message == "Not Found":
             message = f"no such endpoint: {request.method} {request.url.path}"
+        headers = dict(exc.headers or {})
+        if exc.status_code == 400 and message == "There was an error parsing the body":
+            # Undecodable bytes: the same kind of problem as malformed JSON, which FastAPI answers with 422.
+            return error_json(422, "invalid_request", "the request body is not valid UTF-8 JSON", "send a JSON object")
         if exc.status_code == 405:
-            message = f"{request.method} is not allowed on {request.url.path}"
-        return error_json(exc.status_code, code, message, None, **(exc.headers or {}))
+            allowed = allowed_methods(request)
+            headers["Allow"] = ", ".join(allowed)
+            message = f"{request.method} is not allowed on {request.url.path}; use {' or '.join(allowed)}"
+        return error_json(exc.status_code, code, message, None, **headers)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
@@ -99,6 +106,16 @@ def install_error_handlers(app: FastAPI) -> None:
             f"an unexpected error occurred (reference {ref})",
             "the server log has the details under that reference",
         )
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves on this path (Starlette's own 405 names only the first route's)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches(request.scope)
+        if match != Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return sorted(methods)
 
 
 def describe_validation(errors: Any) -> str:

@@ -93,6 +93,8 @@ def test_malformed_json_body_is_422_naming_the_problem(client: TestClient) -> No
     assert r.status_code == 422
     assert r.json()["error"]["code"] == "invalid_request"
     assert "body" in r.json()["error"]["message"]
+    r = client.post("/cypher", content=b"\xff\xfe\x1c", headers={**ANALYST, "Content-Type": "application/json"})
+    assert r.status_code == 422 and "UTF-8" in r.json()["error"]["message"]
 
 
 def test_unknown_route_and_method_are_json(client: TestClient) -> None:
@@ -100,6 +102,8 @@ def test_unknown_route_and_method_are_json(client: TestClient) -> None:
     assert r.status_code == 404 and r.json()["error"]["message"] == "no such endpoint: GET /no/such/thing"
     r = client.put("/health")
     assert r.status_code == 405 and r.json()["error"]["code"] == "method_not_allowed"
+    r = client.put("/runs", headers=READER)  # two routes share the path: Allow names both methods
+    assert r.status_code == 405 and set(r.headers["Allow"].split(", ")) >= {"GET", "POST"}
 
 
 def test_unexpected_errors_are_generic_500_without_traceback(api_app: FastAPI, client: TestClient) -> None:

@@ -51,8 +51,8 @@ def test_search_rejects_an_unknown_operator_by_name(client: TestClient) -> None:
     r = client.get("/ideas/search", params={"q": "x", "operator": "gemmm"}, headers=READER)
     assert r.status_code == 422
     err = r.json()["error"]
-    assert err["code"] == "invalid_input"
-    assert "operator" in err["message"] and "gemmm" in err["message"]
+    assert err["code"] == "invalid_request"
+    assert "query parameter 'operator'" in err["message"] and "'gemv'" in err["message"]
 
 
 def test_search_validates_k(client: TestClient) -> None:
@@ -122,7 +122,7 @@ def test_experiences_bad_cursor_and_status_are_clear(client: TestClient) -> None
     r = client.get("/experiences", params={"cursor": "not-a-cursor"}, headers=READER)
     assert r.status_code == 422 and "cursor" in r.json()["error"]["message"]
     r = client.get("/experiences", params={"status": "great"}, headers=READER)
-    assert r.status_code == 422 and "compile_error" in r.json()["error"]["hint"]
+    assert r.status_code == 422 and "compile_error" in r.json()["error"]["message"]
 
 
 def test_experience_detail_has_code_and_thoughts(client: TestClient) -> None:

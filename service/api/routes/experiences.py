@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
+from knowledge.models import ExperienceStatus
 from service.api import views
 from service.api.deps import ReaderKey, StoreDep
 from service.api.schemas import ErrorResponse, ExperienceDetail, ExperiencePage
@@ -19,14 +20,14 @@ def list_experiences(
     store: StoreDep,
     task: Annotated[str | None, Query(max_length=200, description="task name")] = None,
     target: Annotated[str | None, Query(max_length=100, description="target key")] = None,
-    status: Annotated[str | None, Query(max_length=50, description="ok, wrong, compile_error, ...")] = None,
+    status: Annotated[ExperienceStatus | None, Query(description="outcome of the evaluation")] = None,
     min_speedup: Annotated[float | None, Query(ge=0, le=1e6, description="only speedups at least this")] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Query(max_length=1000, description="next_cursor of the previous page")] = None,
 ) -> ExperiencePage:
     """Newest first. Pages are stable while new experiences arrive (keyset pagination)."""
     page = views.experiences_page(
-        store, task or None, target or None, status or None, min_speedup, limit, cursor or None
+        store, task or None, target or None, status.value if status else None, min_speedup, limit, cursor or None
     )
     return ExperiencePage.model_validate(page)
 

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from knowledge.retrieval import Kind, SearchFilters
+from knowledge.taxonomy import Isa, Operator, Technique
 from service.api import views
 from service.api.deps import ReaderKey, RetrieverDep, StoreDep
 from service.api.schemas import ErrorResponse, IdeaDetail, SearchResponse, ThoughtDetail
@@ -21,15 +22,19 @@ def search(
     retriever: RetrieverDep,
     q: Annotated[str, Query(min_length=1, max_length=500, description="what to optimize, in words or code")],
     target: Annotated[str | None, Query(max_length=100, description="target key, e.g. k1-x60")] = None,
-    operator: Annotated[str | None, Query(max_length=50, description="operator family, e.g. gemv")] = None,
-    isa: Annotated[str | None, Query(max_length=50, description="ISA, e.g. rvv")] = None,
-    technique: Annotated[str | None, Query(max_length=50, description="technique, e.g. unroll")] = None,
+    operator: Annotated[Operator | None, Query(description="operator family")] = None,
+    isa: Annotated[Isa | None, Query(description="ISA of the thought's code")] = None,
+    technique: Annotated[Technique | None, Query(description="optimization technique")] = None,
     kind: Annotated[Kind | None, Query(description="only thoughts, ideas or experiences")] = None,
     k: Annotated[int, Query(ge=1, le=100, description="how many hits")] = 10,
 ) -> SearchResponse:
     """Hybrid retrieval (vectors + full text + graph expansion, weighted by measured outcomes)."""
     filters = SearchFilters(
-        kind=kind, target=target or None, operator=operator or None, isa=isa or None, technique=technique or None
+        kind=kind,
+        target=target or None,
+        operator=operator.value if operator else None,
+        isa=isa.value if isa else None,
+        technique=technique.value if technique else None,
     )
     hits = retriever.search(q, k=k, filters=filters)
     used = {key: str(v) for key, v in filters.model_dump().items() if v}
