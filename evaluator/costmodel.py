@@ -10,7 +10,6 @@ instructions as two streams (see costmodel_mca). docs/COSTMODEL.md gives the met
 from __future__ import annotations
 
 import re
-import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from core.errors import EokError, InvalidInput
-from evaluator.costmodel_elf import Disassembly, read_disassembly, start_objdump, tb_insns
+from evaluator.costmodel_elf import Disassembly, ElfSymbols, disassemble, require_objdump, tb_insns
 from evaluator.costmodel_loops import Loop, find_loops, loop_mask
 from evaluator.costmodel_mca import MODEL_VERSION, CostCache, Segment, Unit, cost_units, llvm_version, require_mca
 from evaluator.costmodel_trace import DEFAULT_MAX_LOG_BYTES, RegionTrace, Vtype, decode_vtype, trace_region
@@ -106,7 +105,7 @@ def model_kernel_breakdown(
     require_mca()
     binary = Path(binary)
     t0 = time.perf_counter()
-    trace, dis = _trace(binary, qemu_argv, timeout_s, max_log_bytes)
+    trace, dis = trace_kernel(binary, qemu_argv, timeout_s, max_log_bytes)
     t1 = time.perf_counter()
     blocks, ids, instructions = executed_blocks(trace, dis)
     loops = find_loops(ids)
@@ -140,23 +139,22 @@ def _target(mcpu: str) -> TargetModel:
     return TARGETS[mcpu]
 
 
-def _trace(binary: Path, qemu_argv: list[str], timeout_s: float, max_log_bytes: int) -> tuple[RegionTrace, Disassembly]:
-    dis: list[Disassembly] = []
-    with tempfile.TemporaryDirectory(prefix="eok-objdump-") as tmp:
-        listing = Path(tmp) / "objdump.txt"
-        objdump = start_objdump(binary, listing)  # runs while qemu does
-
-        def markers() -> tuple[int, int]:
-            dis.append(read_disassembly(objdump, listing, binary))
-            return dis[0].symbol(BEGIN_MARKER, binary), dis[0].symbol(END_MARKER, binary)
-
-        try:
-            trace = trace_region(qemu_argv, binary.parent, markers, timeout_s, max_log_bytes)
-        finally:
-            if objdump.poll() is None:
-                objdump.kill()
-                objdump.wait()
-    return trace, dis[0]
+def trace_kernel(
+    binary: Path, qemu_argv: list[str], timeout_s: float, max_log_bytes: int
+) -> tuple[RegionTrace, Disassembly]:
+    """Run the harness under logging qemu; return the region's TB trace and the text of what it executed."""
+    symbols = ElfSymbols(binary)
+    markers = symbols.address(BEGIN_MARKER), symbols.address(END_MARKER)
+    require_objdump()
+    trace = trace_region(qemu_argv, binary.parent, markers, timeout_s, max_log_bytes)
+    pcs = {int(k) >> 16 for k in np.unique(trace.keys).tolist()}
+    missing = sorted(pc for pc in pcs if pc not in trace.tb_addrs)
+    if missing:
+        raise EokError(
+            f"qemu executed a TB at {missing[0]:#x} but never printed its translation",
+            hint="the qemu log is incomplete; check that the disk is not full and rerun",
+        )
+    return trace, disassemble(symbols, sorted({a for pc in pcs for a in trace.tb_addrs[pc]}))
 
 
 # ------------------------------------------------------------------------------------------- blocks
@@ -169,11 +167,6 @@ def executed_blocks(trace: RegionTrace, dis: Disassembly) -> tuple[list[Segment]
     segments: list[Segment] = []
     for key in uniq.tolist():
         pc, flags = key >> 16, key & 0xFFFF
-        if pc not in trace.tb_addrs:
-            raise EokError(
-                f"qemu executed a TB at {pc:#x} but never printed its translation",
-                hint="the qemu log is incomplete; check that the disk is not full and rerun",
-            )
         insns = tb_insns(dis, trace.tb_addrs[pc])
         vtype = decode_vtype(flags) if any(i.is_vector for i in insns) else None
         segments.append(Segment(insns, vtype))

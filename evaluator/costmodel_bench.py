@@ -15,9 +15,7 @@ from pathlib import Path
 
 from core.errors import Unavailable
 from evaluator import costmodel
-from evaluator.costmodel_elf import read_disassembly, start_objdump
 from evaluator.costmodel_mca import MCA, MCA_FLAGS, streams
-from evaluator.costmodel_trace import trace_region
 
 CLANG = "clang-22"
 QEMU = "qemu-riscv64"
@@ -46,18 +44,11 @@ def whole_trace_cycles(binary: Path, argv: list[str], decoupled: bool = True) ->
     the whole region with no synchronisation at all, so max(v, s) is a lower bound (perfect overlap).
     """
     binary = binary.resolve()
+    trace, dis = costmodel.trace_kernel(binary, argv, timeout_s=120.0, max_log_bytes=1 << 30)
+    blocks, ids, _ = costmodel.executed_blocks(trace, dis)
+    executed = [blocks[i] for i in ids.tolist()]
     with tempfile.TemporaryDirectory(prefix="eok-whole-") as tmp:
         work = Path(tmp)
-        proc = start_objdump(binary, work / "objdump.txt")
-        found = []
-
-        def markers() -> tuple[int, int]:
-            found.append(read_disassembly(proc, work / "objdump.txt", binary))
-            return found[0].symbol(costmodel.BEGIN_MARKER, binary), found[0].symbol(costmodel.END_MARKER, binary)
-
-        trace = trace_region(argv, binary.parent, markers, timeout_s=120.0)
-        blocks, ids, _ = costmodel.executed_blocks(trace, found[0])
-        executed = [blocks[i] for i in ids.tolist()]
         totals: dict[str, int] = {}
         for name, lines in streams(executed, decoupled).items():
             path = work / f"{name}.s"

@@ -1,6 +1,9 @@
-"""Instruction text of a static riscv64 ELF, from llvm-objdump-22, in the syntax llvm-mca-22 reads back.
+"""Symbols and instruction text of a static riscv64 ELF, in the syntax llvm-mca-22 reads back.
 
-Only the text is taken from the ELF; which addresses form a TB comes from qemu (costmodel_trace).
+The symbol table is read directly (it is needed before qemu runs, for the marker addresses). Instruction
+text comes from llvm-objdump-22, run afterwards on just the functions the region executed: disassembling
+all of a static glibc would cost more than the qemu run of a small kernel. Which addresses form a TB is
+qemu's business (costmodel_trace); this module only names the instructions.
 """
 
 from __future__ import annotations
@@ -11,11 +14,12 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from core.errors import EokError, InvalidInput, Unavailable
 
 OBJDUMP = "llvm-objdump-22"
 
-_SYMBOL_RE = re.compile(rb"^([0-9a-f]{16}) <([^>\n]+)>:$", re.MULTILINE)
 _INSN_RE = re.compile(rb"^ *([0-9a-f]+):\s*\t([^\t\n]+)(?:\t([^\n]*))?$", re.MULTILINE)
 _TARGET_RE = re.compile(r"\s*<[^>]*>")
 # Branches and jumps with a pc-relative target operand, aliases included (objdump prints aliases).
@@ -27,6 +31,11 @@ _BRANCHES = frozenset(
 _VECTOR_TO_SCALAR = frozenset({"vmv.x.s", "vfmv.f.s", "vcpop.m", "vfirst.m"})
 _VECTOR_CSRS = frozenset({"vl", "vtype", "vxsat", "vstart", "vcsr"})
 
+_EM_RISCV, _SHT_SYMTAB, _STT_FUNC = 243, 2, 2
+_SYM_DTYPE = np.dtype(
+    [("name", "<u4"), ("info", "u1"), ("other", "u1"), ("shndx", "<u2"), ("value", "<u8"), ("size", "<u8")]
+)
+
 
 @dataclass(frozen=True)
 class Insn:
@@ -35,13 +44,74 @@ class Insn:
     to_scalar: bool  # the scalar pipeline depends on the vector unit's result
 
 
+class ElfSymbols:
+    """The function symbols of a riscv64 ELF: name -> address, and address -> covering function."""
+
+    def __init__(self, binary: Path) -> None:
+        self.binary = binary
+        if not binary.is_file():
+            raise InvalidInput(f"binary {binary} does not exist", hint="pass the path of the linked harness ELF")
+        data = binary.read_bytes()
+        if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1 or int.from_bytes(data[18:20], "little") != _EM_RISCV:
+            raise InvalidInput(
+                f"{binary} is not a little-endian 64-bit RISC-V ELF",
+                hint="build the harness with clang-22 --target=riscv64-linux-gnu -static -no-pie",
+            )
+        self.by_name: dict[str, int] = {}
+        starts: dict[int, str] = {}
+        for name, addr in _function_symbols(data):
+            self.by_name.setdefault(name, addr)
+            starts.setdefault(addr, name)
+        self._starts = np.array(sorted(starts), dtype=np.uint64)
+        self._names = [starts[a] for a in self._starts.tolist()]
+
+    def address(self, name: str) -> int:
+        if name not in self.by_name:
+            raise InvalidInput(
+                f"{self.binary}: symbol {name!r} not found",
+                hint="the harness must define noinline eok_region_begin()/eok_region_end() and link without "
+                "stripping symbols",
+            )
+        return self.by_name[name]
+
+    def covering(self, addresses: list[int]) -> set[str]:
+        """Names of the functions that start at or before each address (the one containing it)."""
+        idx = np.searchsorted(self._starts, np.array(addresses, dtype=np.uint64), side="right") - 1
+        return {self._names[i] for i in set(idx.tolist()) if i >= 0}
+
+
+def _function_symbols(data: bytes) -> list[tuple[str, int]]:
+    shoff = int.from_bytes(data[0x28:0x30], "little")
+    shentsize, shnum = int.from_bytes(data[0x3A:0x3C], "little"), int.from_bytes(data[0x3C:0x3E], "little")
+    sections = [data[shoff + i * shentsize : shoff + (i + 1) * shentsize] for i in range(shnum)]
+    for sec in sections:
+        if int.from_bytes(sec[4:8], "little") != _SHT_SYMTAB:
+            continue
+        offset, size = int.from_bytes(sec[24:32], "little"), int.from_bytes(sec[32:40], "little")
+        strtab = sections[int.from_bytes(sec[40:44], "little")]
+        str_off = int.from_bytes(strtab[24:32], "little")
+        syms = np.frombuffer(data, dtype=_SYM_DTYPE, count=size // _SYM_DTYPE.itemsize, offset=offset)
+        funcs = syms[((syms["info"] & 0xF) == _STT_FUNC) & (syms["value"] != 0)]
+        out = []
+        for name_off, value in zip(funcs["name"].tolist(), funcs["value"].tolist(), strict=True):
+            start = str_off + name_off
+            out.append((data[start : data.index(b"\0", start)].decode(errors="replace"), value))
+        return out
+    raise InvalidInput(
+        "the harness ELF has no symbol table",
+        hint="do not strip the harness: the cost model finds eok_region_begin/end by name",
+    )
+
+
 class Disassembly:
     """Instruction text by address; `Insn`s are built only for the addresses the region executed."""
 
-    def __init__(self, raw: dict[int, tuple[bytes, bytes]], symbols: dict[str, int]) -> None:
+    def __init__(self, raw: dict[int, tuple[bytes, bytes]]) -> None:
         self._raw = raw
         self._insns: dict[int, Insn] = {}
-        self.symbols = symbols
+
+    def __contains__(self, addr: int) -> bool:
+        return addr in self._raw
 
     def insn(self, addr: int) -> Insn:
         found = self._insns.get(addr)
@@ -50,39 +120,34 @@ class Disassembly:
             found = self._insns[addr] = make_insn(mnemonic.decode(), operands.decode())
         return found
 
-    def symbol(self, name: str, binary: Path) -> int:
-        if name not in self.symbols:
-            raise InvalidInput(
-                f"{binary}: symbol {name!r} not found",
-                hint="the harness must define noinline eok_region_begin()/eok_region_end() and link without "
-                "stripping symbols",
-            )
-        return self.symbols[name]
 
-
-def start_objdump(binary: Path, out: Path) -> subprocess.Popen[bytes]:
-    """Start disassembling into `out` now, so it overlaps the qemu run; finish with `read_disassembly`."""
+def require_objdump() -> None:
     if shutil.which(OBJDUMP) is None:
         raise Unavailable(f"{OBJDUMP} not found", hint="apt-get install llvm-22 (Debian bookworm-security)")
-    if not binary.is_file():
-        raise InvalidInput(f"binary {binary} does not exist", hint="pass the path of the linked harness ELF")
-    with out.open("wb") as fh:  # a file, not a pipe: a full pipe would stall objdump until we read it
-        return subprocess.Popen([OBJDUMP, "-d", "--no-show-raw-insn", str(binary)], stdout=fh, stderr=subprocess.PIPE)
 
 
-def read_disassembly(proc: subprocess.Popen[bytes], out: Path, binary: Path) -> Disassembly:
-    _, err = proc.communicate()
-    text = out.read_bytes()
+def disassemble(symbols: ElfSymbols, addresses: list[int]) -> Disassembly:
+    """Disassemble the functions holding `addresses` (plus a plain range for any address outside them)."""
+    require_objdump()
+    names = sorted(symbols.covering(addresses))
+    dis = Disassembly(_objdump(symbols.binary, [f"--disassemble-symbols={','.join(names)}"]) if names else {})
+    missing = [a for a in addresses if a not in dis]
+    if missing:  # code outside any function symbol: disassemble its address range
+        extra = _objdump(
+            symbols.binary, [f"--start-address={min(missing):#x}", f"--stop-address={max(missing) + 4:#x}"]
+        )
+        dis = Disassembly({**dis._raw, **extra})
+    return dis
+
+
+def _objdump(binary: Path, selection: list[str]) -> dict[int, tuple[bytes, bytes]]:
+    proc = subprocess.run([OBJDUMP, "-d", "--no-show-raw-insn", *selection, str(binary)], capture_output=True)
     if proc.returncode != 0:
         raise InvalidInput(
-            f"{OBJDUMP} could not disassemble {binary}: {err.decode(errors='replace').strip()[:300]}",
+            f"{OBJDUMP} could not disassemble {binary}: {proc.stderr.decode(errors='replace').strip()[:300]}",
             hint="binary must be a riscv64 ELF built by clang-22 --target=riscv64-linux-gnu",
         )
-    symbols = {name.decode(): int(addr, 16) for addr, name in _SYMBOL_RE.findall(text)}
-    raw = {int(addr, 16): (mn, ops) for addr, mn, ops in _INSN_RE.findall(text)}
-    if not raw:
-        raise InvalidInput(f"{binary} has no disassemblable code", hint="pass a riscv64 ELF executable")
-    return Disassembly(raw, symbols)
+    return {int(addr, 16): (mn, ops) for addr, mn, ops in _INSN_RE.findall(proc.stdout)}
 
 
 def make_insn(mnemonic: str, operands: str) -> Insn:

@@ -25,7 +25,6 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -185,6 +184,12 @@ def parse_log(data: bytes | mmap.mmap, begin_pc: int, end_pc: int) -> tuple[np.n
             hint="the harness must call eok_region_begin()/eok_region_end() around the kernel call in model mode",
         )
     keys = np.concatenate([_keys_of(chunk) for chunk in chunks])
+    on_cpu0 = sum(chunk.count(b"Trace 0: ") for chunk in chunks)
+    if on_cpu0 != len(keys):
+        raise EokError(
+            f"the marked region ran on several threads ({len(keys) - on_cpu0} of {len(keys)} TBs off the main one)",
+            hint="the cost model prices one X60 core: time the single-threaded kernel (no threads in model mode)",
+        )
     tb_addrs = parse_in_asm(data[: data.find(b"\n", last_end) + 1])
     return keys, tb_addrs, len(chunks)
 
@@ -208,16 +213,16 @@ def _keys_of(chunk: bytes) -> np.ndarray:
 _FIELD_LEN = 1 + 16 + 1 + 16 + 1 + 8 + 1 + 8 + 1
 _FIELD_SEPARATORS = ((17, "/"), (34, "/"), (43, "/"), (52, "]"))
 
-_HEX_VALUE = np.zeros(256, dtype=np.int64)
+_HEX_VALUE = np.zeros(256, dtype=np.uint8)
 _HEX_VALUE[np.frombuffer(b"0123456789", dtype=np.uint8)] = np.arange(10)
 _HEX_VALUE[np.frombuffer(b"abcdef", dtype=np.uint8)] = np.arange(10, 16)
 
 
 def _hex_at(raw: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
-    """Parse `width` hex digits at every start offset, without a Python loop per field."""
+    """Parse `width` (8 or 16) hex digits at every start offset, without a Python loop per field."""
     digits = _HEX_VALUE[raw[starts[:, None] + np.arange(width)]]
-    # 16**15 fits int64, and user-mode guest addresses stay far below 2**63.
-    return digits @ (16 ** np.arange(width - 1, -1, -1, dtype=np.int64))
+    packed = np.ascontiguousarray((digits[:, 0::2] << 4) | digits[:, 1::2])  # two digits per byte
+    return packed.view(f">u{width // 2}").ravel().astype(np.int64)  # guest addresses stay below 2**63
 
 
 def parse_in_asm(data: bytes | mmap.mmap) -> TbExtents:
@@ -233,22 +238,21 @@ def parse_in_asm(data: bytes | mmap.mmap) -> TbExtents:
 def trace_region(
     qemu_argv: list[str],
     cwd: Path,
-    markers: Callable[[], tuple[int, int]],
+    markers: tuple[int, int],
     timeout_s: float,
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
 ) -> RegionTrace:
-    """Run qemu, then cut out the region between the marker addresses `markers()` returns."""
+    """Run qemu, then cut out the region between the marker addresses (begin pc, end pc)."""
     with tempfile.TemporaryDirectory(prefix="eok-costmodel-") as tmp:
         workdir = Path(tmp)
         log, seconds, rc = run_logged(qemu_argv, cwd, workdir, timeout_s, max_log_bytes)
-        begin_pc, end_pc = markers()
         size = log.stat().st_size if log.exists() else 0
         try:
             if size == 0:
-                keys, tb_addrs, regions = parse_log(b"", begin_pc, end_pc)
+                keys, tb_addrs, regions = parse_log(b"", *markers)
             else:
                 with log.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                    keys, tb_addrs, regions = parse_log(data, begin_pc, end_pc)
+                    keys, tb_addrs, regions = parse_log(data, *markers)
         except EokError as exc:
             tail = (workdir / "stderr").read_bytes()[-400:].decode(errors="replace").strip()
             exc.message += f" (qemu exit code {rc}{_signal_note(rc)}; stderr: {tail or '-'})"

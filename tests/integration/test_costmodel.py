@@ -291,6 +291,13 @@ def test_log_cut_by_a_file_size_limit(binary: Builder, tmp_path: Path) -> None:
     assert "file-size limit" in (err.value.hint or "")
 
 
+def test_a_multi_threaded_region_is_refused(binary: Builder, tmp_path: Path) -> None:
+    path = binary("threads")
+    with pytest.raises(EokError, match="several threads") as err:
+        model_kernel_cycles(path, qemu_argv(path), tmp_path)
+    assert "single-threaded" in (err.value.hint or "")
+
+
 def test_missing_qemu_is_unavailable(binary: Builder, tmp_path: Path) -> None:
     path = binary("misbehave", MODE=0)
     with pytest.raises(Unavailable, match="qemu"):

@@ -257,7 +257,7 @@ def test_steady_state_iterations_cover_the_longest_latency() -> None:
     # vfredusum m8 has latency 57: a chain of them still converges to its steady state.
     unit = Unit("loop", (_seg(["vfredusum.vs v8, v16, v8"], Vtype("E32", "M8")),))
     (cost,), _ = cost_units([unit], "spacemit-x60", None)
-    assert STEADY_ITERATIONS >= 16
+    assert STEADY_ITERATIONS >= 2  # differencing two run lengths needs a steady state after one iteration
     assert cost.cycles == pytest.approx(57, abs=1)
 
 
