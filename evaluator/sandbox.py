@@ -27,6 +27,7 @@ from pathlib import Path
 
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
+EXIT_GRACE_S = 0.5  # how long pipes may stay open after the program itself exited
 SANDBOX_UID_BASE = 1_900_000_000  # far above any real account; one random uid per run
 _libc = ctypes.CDLL(None, use_errno=True)
 OOM_MARKER = "eok: out of memory"  # printed by the harness's malloc wrappers
@@ -187,12 +188,18 @@ def _collect(proc: subprocess.Popen[bytes], limits: Limits, start: float) -> tup
         os.set_blocking(fd, False)
         sel.register(fd, selectors.EVENT_READ)
     deadline = start + limits.wall_s
+    exited_at: float | None = None
     while sel.get_map() and not flooded:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
+        now = time.monotonic()
+        if now >= deadline:
             timed_out = True
             break
-        for key, _ in sel.select(timeout=min(remaining, 0.5)):
+        # The program has exited but something it started still holds the pipes: stop waiting soon.
+        if exited_at is None and proc.poll() is not None:
+            exited_at = now
+        if exited_at is not None and now - exited_at > EXIT_GRACE_S:
+            break
+        for key, _ in sel.select(timeout=min(deadline - now, 0.1 if exited_at else 0.5)):
             chunk = os.read(key.fd, 1 << 16)
             if not chunk:
                 sel.unregister(key.fd)
@@ -203,7 +210,7 @@ def _collect(proc: subprocess.Popen[bytes], limits: Limits, start: float) -> tup
             truncated |= len(chunk) > room
         flooded = total > limits.flood_bytes
     sel.close()
-    if timed_out or flooded:
+    if timed_out or flooded or exited_at is not None:
         _killpg(proc)
     try:
         proc.wait(timeout=max(0.1, deadline - time.monotonic()))

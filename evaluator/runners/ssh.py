@@ -22,6 +22,7 @@ from evaluator.targets import TargetProfile
 from evaluator.toolchain import Build, BuildKind
 
 SSH_SLACK_S = 20.0  # connection set-up on top of the program's own wall limit
+TIMEOUT_MARK = "eok: time limit reached on the board"
 
 
 class SshRunner:
@@ -90,36 +91,48 @@ class SshRunner:
         local = replace(limits, wall_s=limits.wall_s + SSH_SLACK_S, isolate=False, memory_mb=max(limits.memory_mb, 512))
         return run(argv, cwd, local, env=_ssh_env())
 
-    def _upload(self, build: Build, limits: Limits) -> str | RunOutput:
+    def _upload(self, build: Build, limits: Limits) -> str:
         if build.binary in self._copies:
             return self._copies[build.binary]
         remote = f"{self.remote_dir.rstrip('/')}/eok-{secrets.token_hex(6)}"
-        made = self._ssh(f"mkdir -p {shlex.quote(remote)}", build.workdir, limits)
-        if made.returncode != 0:
-            return made
+        self._reachable(self._ssh(f"mkdir -p {shlex.quote(remote)}", build.workdir, limits), "create a directory")
         argv = ["scp", *self._options(), "-P", str(self.port), "-q", build.binary.name, f"{self.destination}:{remote}/"]
         local = replace(limits, wall_s=limits.wall_s + SSH_SLACK_S, isolate=False, memory_mb=max(limits.memory_mb, 512))
-        copied = run(argv, build.workdir, local, env=_ssh_env())
-        if copied.returncode != 0:
-            return copied
+        self._reachable(run(argv, build.workdir, local, env=_ssh_env()), "copy the harness")
         self._copies[build.binary] = remote
         return remote
 
+    def _reachable(self, out: RunOutput, what: str) -> RunOutput:
+        """A failed connection is the board's problem, not the candidate's: raise instead of reporting."""
+        if out.returncode == 0:
+            return out
+        reason = (out.stderr.strip().splitlines() or ["no answer"])[-1]
+        if out.timed_out:
+            reason = "no answer within the time limit"
+        raise Unavailable(
+            f"cannot {what} on the board {self.destination}:{self.port}: {reason}",
+            "check EOK_SSH_HOST / EOK_SSH_PORT / EOK_SSH_USER / EOK_SSH_KEY and that the board's sshd is up",
+        )
+
     def execute(self, build: Build, args: list[str], target: TargetProfile, limits: Limits) -> RunOutput:
         remote = self._upload(build, limits)
-        if isinstance(remote, RunOutput):
-            remote.extra["stage"] = "upload"
-            return remote
         cpu = int(limits.cpu_s if limits.cpu_s is not None else limits.wall_s + 1) + 1
         ulimits = f"ulimit -t {cpu} -v {limits.memory_mb << 10} -f {limits.fsize_mb << 10} -c 0"
         run_cmd = " ".join(shlex.quote(a) for a in ["./" + build.binary.name, *args])
+        # The shell stays the session's process, so a program killed by a signal shows as 128+N rather
+        # than as ssh's own 255; timeout sends TERM at the limit and KILL 2 s later.
         command = (
-            f"cd {shlex.quote(remote)} && {ulimits} && "
-            f"exec timeout -s KILL {limits.wall_s:.0f} taskset -c {self.core} {run_cmd}"
+            f"cd {shlex.quote(remote)} && {ulimits} && {{ timeout -k 2 {limits.wall_s:.0f} "
+            f"taskset -c {self.core} {run_cmd}; rc=$?; "
+            f'if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then echo "{TIMEOUT_MARK}" >&2; fi; exit $rc; }}'
         )
         out = self._ssh(command, build.workdir, limits)
-        if out.returncode == 137 and not out.timed_out:  # timeout -s KILL on the board
+        if out.returncode == 255 and TIMEOUT_MARK not in out.stderr and "eok: trial" not in out.stderr:
+            self._reachable(out, "run the harness")
+        if TIMEOUT_MARK in out.stderr:
             out.timed_out = True
+        elif out.returncode is not None and 128 < out.returncode < 160:
+            out.returncode = -(out.returncode - 128)  # killed by signal N on the board
         return out
 
     def release(self, build: Build) -> None:
