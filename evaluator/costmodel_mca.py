@@ -4,14 +4,14 @@ A *unit* is what gets one cost: a loop body (one or more TBs, costed as steady-s
 or a single TB after its dynamic predecessor (costed as the cycles it adds to a single pass).
 
 Decoupled vector unit. llvm-mca's in-order pipeline retires every instruction in program order, so a 1-cycle
-`addi` waits for a 5-cycle `vfmacc` issued before it. That makes cpufp's measured X60 loop (23 independent
+`addi` waits for a 5-cycle `vfmacc` issued before it. That makes cpufp's measured X60 loop (23-24 independent
 `vfmacc.vf` e32 m1 + `vsetvli` + `addi` + `bnez`, 33.4 GFLOPS/core, i.e. ~1 vfmacc per cycle) model at
-31 cycles per iteration, 26 % short of the hardware. The X60 vector unit has its own register file and
-pipes (VFP, VIEU, VLS), so scalar instructions do not wait for vector write-back. We therefore cost the
-vector instructions and the scalar instructions (vsetvl* included: they issue on IEUA) of a unit as two
-llvm-mca streams and take the slower one. Units where the scalar side reads a vector result (vmv.x.s,
-vfmv.f.s, vcpop.m, vfirst.m, csrr vl...) stay one in-order stream, because there the scalar pipeline
-really waits for the vector unit.
+30 cycles per iteration (0.8 vfmacc per cycle), about 23 % short of the hardware. The X60 vector unit has
+its own register file and pipes (VFP, VIEU, VLS), so scalar instructions do not wait for vector write-back.
+We therefore cost the vector instructions and the scalar instructions (vsetvl* included: they issue on
+IEUA) of a unit as two llvm-mca streams and take the slower one. Units where the scalar side reads a vector
+result (vmv.x.s, vfmv.f.s, vcpop.m, vfirst.m, csrr vl...) stay one in-order stream, because there the
+scalar pipeline really waits for the vector unit.
 """
 
 from __future__ import annotations
