@@ -1,0 +1,229 @@
+"""The offline generator: turns a thought's technique into a concrete, never-seen-before variant.
+
+Each applicable family (and the generic one, which applies to every task) exposes a grid of knob
+settings. A thought names a technique; the generator moves the knobs tagged with it, one step at a
+time from the parent, nearest values first, so the first proposals of a direction are the cheap,
+likely-good ones (the family default, then its neighbours). Everything is deterministic given the rng.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from agent.offline import families as _families  # noqa: F401  (registers every family module)
+from agent.offline.base import REGISTRY, Family, Knob, KnobValue, Proposal, ThoughtRef, Variant
+from agent.offline.generic import GenericFamily
+from evaluator.targets import TargetProfile
+from evaluator.tasks import KernelTask
+from knowledge.taxonomy import Technique
+
+Setting = dict[str, KnobValue]
+GRID_LIMIT = 200_000  # grids larger than this are counted, not enumerated, by space_size
+
+
+@dataclass
+class _Space:
+    """One family's knobs for this task, with the validity rule it may define."""
+
+    family: Family
+    knobs: list[Knob]
+    task: KernelTask
+    target: TargetProfile
+
+    @property
+    def name(self) -> str:
+        return self.family.name
+
+    def defaults(self) -> Setting:
+        return {k.name: k.default for k in self.knobs}
+
+    def implements(self, technique: Technique) -> bool:
+        return technique == Technique.VECTORIZE or any(k.serves(technique) for k in self.knobs)
+
+    def valid(self, setting: Setting) -> bool:
+        # Optional family hook valid(task, target, knobs): e.g. register-budget limits of a GEMM tile.
+        check = getattr(self.family, "valid", None)
+        return True if check is None else bool(check(self.task, self.target, setting))
+
+    def normalize(self, knobs: dict[str, KnobValue]) -> Setting:
+        """A parent's knobs restricted to this family's grid; unknown or missing values take the default."""
+        out = self.defaults()
+        for k in self.knobs:
+            if knobs.get(k.name) in k.values:
+                out[k.name] = knobs[k.name]
+        return out
+
+
+class OfflineGenerator:
+    """Proposes variants of one task for one target (see /work/notes/offline_api.md)."""
+
+    def __init__(self, task: KernelTask, target: TargetProfile) -> None:
+        self.task = task
+        self.target = target
+        found: list[Family] = [factory() for factory in REGISTRY]
+        applicable = [f for f in found if f.applies(task)]
+        # A family may rank itself (higher first) when two claim the same task; registry order breaks ties.
+        applicable.sort(key=lambda f: -int(getattr(f, "priority", 0)))
+        generic = GenericFamily()
+        self.spaces = [self._space(f) for f in [*applicable, generic]]
+        self.generic = self.spaces[-1]
+        self.family_spaces = self.spaces[:-1]
+
+    # ------------------------------------------------------------------------------------ public API
+
+    def default(self) -> Variant:
+        """The best-guess first candidate: the first family's default, else the generic default."""
+        space = self.family_spaces[0] if self.family_spaces else self.generic
+        return self._render(space, space.defaults())
+
+    def propose(
+        self,
+        thought: ThoughtRef,
+        parent: Variant | None,
+        rng: random.Random,
+        tried: set[str],
+    ) -> Proposal | None:
+        """A variant applying `thought.technique` to `parent` whose key is not in `tried`, or None."""
+        technique = Technique(thought.technique)
+        space, start, first = self._origin(technique, parent)
+        if first is not None:
+            variant = self._render(space, first)
+            if variant.key not in tried:
+                what = "default" if space is not self.generic else "generic default"
+                return Proposal(variant=variant, thought_id=thought.id, mutation=f"{space.name} {what}")
+        for setting, mutation in self._moves(space, start, technique, rng):
+            variant = self._render(space, setting)
+            if variant.key not in tried:
+                return Proposal(variant=variant, thought_id=thought.id, mutation=mutation)
+        return None
+
+    def space_size(self) -> int:
+        """Distinct variants over every applicable family plus the generic one."""
+        return sum(self._count(space) for space in self.spaces)
+
+    def families(self) -> list[str]:
+        """Names of the families that apply to this task, best first, then "generic"."""
+        return [s.name for s in self.spaces]
+
+    def knobs(self, family: str) -> list[Knob]:
+        """The knobs of one applicable family (for reports and the benchmark script)."""
+        return self._space_named(family).knobs
+
+    def render(self, family: str, knobs: dict[str, KnobValue]) -> Variant:
+        """The variant of `family` at `knobs` (missing knobs take their defaults)."""
+        space = self._space_named(family)
+        return self._render(space, space.normalize(knobs))
+
+    # ---------------------------------------------------------------------------------- internals
+
+    def _space(self, family: Family) -> _Space:
+        knobs = [k for k in family.knobs(self.task, self.target) if len(k.values) > 1]
+        return _Space(family, knobs, self.task, self.target)
+
+    def _space_named(self, name: str) -> _Space:
+        for space in self.spaces:
+            if space.name == name:
+                return space
+        from core.errors import InvalidInput
+
+        raise InvalidInput(
+            f"family {name!r} does not apply to task {self.task.name!r}",
+            f"use one of: {', '.join(self.families())}",
+        )
+
+    def _render(self, space: _Space, setting: Setting) -> Variant:
+        return space.family.render(self.task, self.target, dict(setting))
+
+    def _origin(self, technique: Technique, parent: Variant | None) -> tuple[_Space, Setting, Setting | None]:
+        """Which space to search, the setting to move from, and a setting to try before any move."""
+        parent_space = next((s for s in self.spaces if parent is not None and s.name == parent.family), None)
+        if parent_space is not None and parent_space is not self.generic:
+            return parent_space, parent_space.normalize(parent.knobs), None  # type: ignore[union-attr]
+        family = next((s for s in self.family_spaces if s.implements(technique)), None)
+        if family is not None:  # a family takes over from the reference or a generic parent
+            return family, family.defaults(), family.defaults()
+        if parent_space is self.generic:
+            return self.generic, self.generic.normalize(parent.knobs), None  # type: ignore[union-attr]
+        # From the plain reference: the technique's moves start at the generic default (default() is the
+        # run's seed, so a direction's first proposal differs from it by the technique's knob).
+        return self.generic, self.generic.defaults(), None
+
+    def _moves(
+        self, space: _Space, start: Setting, technique: Technique, rng: random.Random
+    ) -> Iterator[tuple[Setting, str]]:
+        """Settings near `start` that turn the technique's knobs, nearest first; validity-filtered."""
+        tagged = [k for k in space.knobs if k.serves(technique)]
+        others = [k for k in space.knobs if not k.serves(technique)]
+        if not tagged:
+            # The family has no knob for this technique: any single-knob move is the honest fallback.
+            yield from _single_moves(space, start, list(space.knobs), rng)
+            return
+        yield from _single_moves(space, start, tagged, rng)
+        if len(tagged) > 1:
+            yield from _pair_moves(space, start, tagged, tagged, rng)
+        yield from _pair_moves(space, start, tagged, others, rng, other_steps=1)
+
+    def _count(self, space: _Space) -> int:
+        sizes = [len(k.values) for k in space.knobs]
+        total = 1
+        for s in sizes:
+            total *= s
+        if total > GRID_LIMIT or getattr(space.family, "valid", None) is None:
+            return total
+        names = [k.name for k in space.knobs]
+        return sum(
+            1
+            for combo in itertools.product(*(k.values for k in space.knobs))
+            if space.valid(dict(zip(names, combo, strict=True)))
+        )
+
+
+# ------------------------------------------------------------------------------------------- moves
+
+
+def _steps(knob: Knob, current: KnobValue) -> list[tuple[int, KnobValue]]:
+    """(distance, value) for every other value of the knob, by distance along its ordered values."""
+    idx = knob.values.index(current) if current in knob.values else knob.values.index(knob.default)
+    return [(abs(i - idx), v) for i, v in enumerate(knob.values) if i != idx]
+
+
+def _single_moves(
+    space: _Space, start: Setting, knobs: list[Knob], rng: random.Random
+) -> Iterator[tuple[Setting, str]]:
+    candidates: list[tuple[int, float, Knob, KnobValue]] = []
+    for knob in knobs:
+        for dist, value in _steps(knob, start[knob.name]):
+            candidates.append((dist, rng.random(), knob, value))
+    candidates.sort(key=lambda c: (c[0], c[1]))
+    for _, _, knob, value in candidates:
+        setting = {**start, knob.name: value}
+        if space.valid(setting):
+            yield setting, f"{knob.name}: {start[knob.name]} -> {value}"
+
+
+def _pair_moves(
+    space: _Space,
+    start: Setting,
+    first: list[Knob],
+    second: list[Knob],
+    rng: random.Random,
+    other_steps: int | None = None,
+) -> Iterator[tuple[Setting, str]]:
+    """Two knobs moved at once (a tagged knob and a neighbour step of another), nearest pairs first."""
+    candidates: list[tuple[int, float, Knob, KnobValue, Knob, KnobValue]] = []
+    for a in first:
+        for b in second:
+            if a.name >= b.name and b in first:
+                continue  # each unordered pair of tagged knobs once
+            for da, va in _steps(a, start[a.name]):
+                for db, vb in _steps(b, start[b.name]):
+                    if other_steps is None or db <= other_steps:
+                        candidates.append((da + db, rng.random(), a, va, b, vb))
+    candidates.sort(key=lambda c: (c[0], c[1]))
+    for _, _, a, va, b, vb in candidates:
+        setting = {**start, a.name: va, b.name: vb}
+        if space.valid(setting):
+            yield setting, f"{a.name}: {start[a.name]} -> {va}, {b.name}: {start[b.name]} -> {vb}"
