@@ -14,17 +14,18 @@ import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Protocol
+from typing import Any, Protocol
 
 from agent.types import ProgressEvent, RunOutcome, RunRequest
 from core.errors import EokError, NotFound
-from knowledge.models import Run, RunStatus
+from knowledge.models import Experience, Run, RunStatus
 from knowledge.store import GraphStore
 from service.api.errors import Conflict, TooBusy
 
 log = logging.getLogger("eok.api.runs")
 
 TERMINAL_EVENTS = {"finished", "failed", "cancelled"}
+EVALUATION_EVENTS = {"evaluation", "improved"}  # one per evaluated candidate; "improved" when it beat the best
 FINISHED = {RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED}
 KEEP_FINISHED_CHANNELS = 200  # finished runs whose events stay in memory; older ones replay from the graph
 QUEUE_PER_WORKER = 8  # runs that may wait per worker before POST /runs answers 429
@@ -81,7 +82,7 @@ class RunChannel:
             loop.call_soon_threadsafe(waiter.set)
 
     def history(self) -> list[float | None]:
-        return [e.best_speedup for e in self.events if e.kind == "evaluation"]
+        return [e.best_speedup for e in self.events if e.kind in EVALUATION_EVENTS]
 
     async def stream(self, start: int = 0, heartbeat_s: float = 15.0) -> AsyncIterator[ProgressEvent | None]:
         """Past events from `start`, then live ones until the run ends; None means "send a keep-alive"."""
@@ -314,13 +315,23 @@ class RunManager:
         with self._lock:
             return self._channels.get(run_id)
 
-    def outcome(self, run_id: str) -> RunOutcome | None:
-        if self.optimizer is None:
-            return None
-        try:
-            return self.optimizer.outcome(run_id)
-        except EokError:
-            return None
+    def best_and_lineage(self, run: Run) -> tuple[Experience | None, list[dict[str, Any]]]:
+        """The best kernel and the chain that led to it, read from the graph (no side effects)."""
+        if not run.best_experience_id:
+            return None, []
+        best = self.store.get_node(Experience, run.best_experience_id)
+        if best is None:
+            return None, []
+        from agent.report import lineage
+
+        return best, lineage(self.store, best.id)
+
+    def history(self, run: Run) -> list[float | None]:
+        """Best speedup after each evaluation: from the live channel, else from the graph."""
+        channel = self.channel(run.id)
+        if channel is not None:
+            return channel.history()
+        return [e.best_speedup for e in self.replay_from_graph(run) if e.kind in EVALUATION_EVENTS]
 
     def replay_from_graph(self, run: Run) -> list[ProgressEvent]:
         """Events rebuilt from what the graph holds, for a run no channel remembers."""
@@ -333,12 +344,13 @@ class RunManager:
         events = [ProgressEvent(run_id=run.id, kind="started", budget=run.budget, message="replayed from the graph")]
         best: float | None = None
         for n, r in enumerate(rows, 1):
-            if r["status"] == "ok" and r["speedup"] is not None and (best is None or r["speedup"] > best):
+            improved = r["status"] == "ok" and r["speedup"] is not None and r["speedup"] > (best or 0)
+            if improved:
                 best = r["speedup"]
             events.append(
                 ProgressEvent(
                     run_id=run.id,
-                    kind="evaluation",
+                    kind="improved" if improved else "evaluation",
                     direction=r["direction"],
                     evaluations=n,
                     budget=run.budget,

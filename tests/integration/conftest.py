@@ -432,12 +432,13 @@ class StandInOptimizer:
             )
             self.store.upsert_nodes([exp])
             self.store.upsert_relationships([_rel(RelType.IN_RUN, "Experience", exp.id, "Run", run_id)])
+            improved = speedup > (best or 0.0)
             best = max(best or 0.0, speedup)
             self._save(run, best_speedup=best, best_experience_id=exp.id, evaluations=step + 1)
             emit(
                 ProgressEvent(
                     run_id=run_id,
-                    kind="evaluation",
+                    kind="improved" if improved else "evaluation",
                     evaluations=step + 1,
                     budget=run.budget,
                     best_speedup=best,

@@ -82,13 +82,14 @@ def test_start_watch_and_inspect_a_run(graph: Container) -> None:
         assert accepted["status"] == "queued" and accepted["events_url"] == f"/runs/{accepted['id']}/events"
         events = sse(http, accepted["id"])
         kinds = [e["event"] for e in events]
-        assert kinds == ["started", "evaluation", "evaluation", "evaluation", "evaluation", "finished"]
+        assert kinds == ["started", "improved", "improved", "improved", "improved", "finished"]
         assert [int(e["id"]) for e in events] == list(range(6))
         assert [e["data"]["best_speedup"] for e in events[1:5]] == pytest.approx([1.0, 1.1, 1.2, 1.3])
         detail = http.get(f"/runs/{accepted['id']}", headers=READER).json()
         assert detail["status"] == "done" and detail["active"] is False
         assert detail["history"] == pytest.approx([1.0, 1.1, 1.2, 1.3])
         assert detail["best"]["speedup"] == pytest.approx(1.3)
+        assert [row["experience"] for row in detail["lineage"]] == [detail["best"]["experience_id"]]
         # A late listener gets the whole story again, and Last-Event-ID skips what it has seen.
         assert [e["event"] for e in sse(http, accepted["id"])] == kinds
         tail = sse(http, accepted["id"], headers={"Last-Event-ID": "3"})
@@ -97,12 +98,21 @@ def test_start_watch_and_inspect_a_run(graph: Container) -> None:
         assert accepted["id"] in {r["id"] for r in listed}
 
 
-def test_events_of_a_run_from_an_earlier_process_replay_from_the_graph(graph: Container) -> None:
+def test_a_run_from_an_earlier_process_replays_from_the_graph(graph: Container) -> None:
     with serve(graph, StandInOptimizer(graph)) as http:
         events = sse(http, SEED_RUN)
-    assert [e["event"] for e in events] == ["started", "evaluation", "evaluation", "evaluation", "finished"]
+        detail = http.get(f"/runs/{SEED_RUN}", headers=READER).json()
+    assert [e["event"] for e in events] == ["started", "improved", "evaluation", "improved", "finished"]
     assert [e["data"]["experience_id"] for e in events[1:4]] == ["exp-1", "exp-2", "exp-3"]
     assert events[-1]["data"]["best_speedup"] == 1.8
+    assert detail["history"] == [1.0, 1.0, 1.8]
+    assert [row["experience"] for row in detail["lineage"]] == ["exp-1", "exp-3"]  # root first
+    assert detail["best"] == {
+        "experience_id": "exp-3",
+        "speedup": 1.8,
+        "status": "ok",
+        "summary": "LMUL=4 row sweep: 1.8x",
+    }
 
 
 def test_cancel_stops_a_running_run(graph: Container) -> None:

@@ -12,8 +12,9 @@ from fastapi.responses import StreamingResponse
 from agent.types import ProgressEvent, RunRequest
 from knowledge.models import Run, RunStatus
 from service.api import views
+from service.api.cypher import to_json
 from service.api.deps import OperatorKey, ReaderKey, RunsDep, StoreDep
-from service.api.run_manager import FINISHED, RunManager
+from service.api.run_manager import RunManager
 from service.api.schemas import CancelAccepted, ErrorResponse, RunAccepted, RunBest, RunDetail, RunList
 
 router = APIRouter(tags=["runs"], responses={401: {"model": ErrorResponse}, 403: {"model": ErrorResponse}})
@@ -137,15 +138,15 @@ def _accepted(run: Run) -> RunAccepted:
 
 def _detail(runs: RunManager, run: Run, with_outcome: bool) -> RunDetail:
     data = run.model_dump(mode="json", exclude={"settings", "llm_tokens"})
-    channel = runs.channel(run.id)
-    history = channel.history() if channel is not None else []
-    best, lineage = None, []
-    if with_outcome and run.status in FINISHED:
-        outcome = runs.outcome(run.id)
-        if outcome is not None:
-            history = history or list(outcome.history)
-            lineage = outcome.lineage
-            if outcome.best is not None:
-                b = outcome.best
-                best = RunBest(experience_id=b.id, speedup=b.speedup, status=str(b.status), summary=b.summary)
-    return RunDetail(**data, active=runs.is_active(run.id), history=history, best=best, lineage=lineage)
+    best, lineage, history = None, [], []
+    if with_outcome:
+        history = runs.history(run)
+        best_exp, lineage = runs.best_and_lineage(run)
+        if best_exp is not None:
+            best = RunBest(
+                experience_id=best_exp.id,
+                speedup=best_exp.speedup,
+                status=str(best_exp.status),
+                summary=best_exp.summary,
+            )
+    return RunDetail(**data, active=runs.is_active(run.id), history=history, best=best, lineage=to_json(lineage))

@@ -1,0 +1,57 @@
+"""`eok serve [--host] [--port]`: the HTTP API and the web page (uvicorn, one process)."""
+
+from __future__ import annotations
+
+import logging
+
+import typer
+
+from core.settings import get_settings
+from service.cli.app import app, console
+
+GRACEFUL_SHUTDOWN_S = 10  # open event streams are closed after this; running runs are recorded as interrupted
+
+
+@app.command("serve")
+def serve_command(
+    host: str = typer.Option(None, "--host", help="address to bind (default: settings.api_host, 127.0.0.1)"),
+    port: int = typer.Option(None, "--port", help="port to bind (default: settings.api_port, 8000)"),
+    resume: bool = typer.Option(
+        True, "--resume/--no-resume", help="resume runs an earlier process left unfinished, or mark them interrupted"
+    ),
+    start_db: bool = typer.Option(
+        True, "--start-db/--no-start-db", help="start the local Neo4j first when NEO4J_URI is not set"
+    ),
+    log_level: str = typer.Option("info", "--log-level", help="uvicorn log level"),
+) -> None:
+    """Serve the API (OpenAPI docs at /docs) and the web page (/) until interrupted."""
+    import uvicorn
+
+    from service.api.app import create_app
+    from service.bootstrap import Container
+
+    settings = get_settings()
+    host = host or settings.api_host
+    port = port or settings.api_port
+    if start_db and settings.uses_local_neo4j:
+        from knowledge import local_neo4j
+
+        local_neo4j.start(settings)
+    container = Container(settings)
+    _ = container.store  # connect now: an unreachable Neo4j is one clear error line, not a startup traceback
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not settings.api_keys:
+        hint = 'set EOK_API_KEYS=\'{"<key>": "operator"}\''
+        console.print(f"[yellow]no API keys configured[/]: {hint}", highlight=False)
+    console.print(f"serving on http://{host}:{port}  (page /, API docs /docs)", highlight=False)
+    try:
+        uvicorn.run(
+            create_app(settings, container=container, resume_runs=resume),
+            host=host,
+            port=port,
+            workers=1,
+            log_level=log_level,
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+        )
+    finally:
+        container.close()

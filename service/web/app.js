@@ -1,0 +1,490 @@
+// EoK page: vanilla JS, no build step, no third-party code. Everything shown comes from the API; text is
+// always inserted as text (never as HTML) because titles, code and feedback come from mined repositories.
+"use strict";
+
+const KEY_STORE = "eok.apiKey";
+const state = { cursor: null, run: null, stream: null, vocab: null };
+
+// -- small DOM helpers --------------------------------------------------------------------------------
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "class") node.className = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+const fmt = (x, digits = 2) => (x === null || x === undefined ? "–" : Number(x).toFixed(digits));
+const speed = (x) => (x === null || x === undefined ? "–" : `${Number(x).toFixed(2)}×`);
+const when = (iso) => (iso ? iso.replace("T", " ").slice(0, 16) : "");
+const statusClass = (s) => (s === "ok" || s === "done" ? "st-ok" : s ? "st-bad" : "");
+
+function fillSelect(select, values, keepFirst = true) {
+  const first = keepFirst ? select.querySelector("option") : null;
+  select.replaceChildren(...(first ? [first] : []));
+  for (const v of values) {
+    const [value, label] = Array.isArray(v) ? v : [v, v];
+    select.append(el("option", { value }, label));
+  }
+}
+
+// -- API access ---------------------------------------------------------------------------------------
+
+class ApiError extends Error {
+  constructor(status, body) {
+    const err = (body && body.error) || {};
+    super(err.message || `HTTP ${status}`);
+    this.status = status;
+    this.code = err.code || "http_error";
+    this.hint = err.hint || "";
+  }
+}
+
+function authHeaders() {
+  const key = sessionStorage.getItem(KEY_STORE);
+  return key ? { "X-API-Key": key } : {};
+}
+
+async function api(path, options = {}) {
+  const init = { ...options, headers: { ...authHeaders(), ...(options.headers || {}) } };
+  if (options.json !== undefined) {
+    init.method = init.method || "POST";
+    init.body = JSON.stringify(options.json);
+    init.headers["Content-Type"] = "application/json";
+  }
+  const response = await fetch(path, init);
+  const body = await response.json().catch(() => null);
+  if (!response.ok) throw new ApiError(response.status, body);
+  return body;
+}
+
+function showError(err) {
+  const banner = $("banner");
+  banner.replaceChildren(
+    el("strong", {}, err instanceof ApiError ? `${err.status} ${err.code}: ` : "error: "),
+    err.message,
+    err.hint ? el("span", { class: "hint" }, err.hint) : null,
+  );
+  banner.classList.remove("hidden");
+}
+
+function clearError() {
+  $("banner").classList.add("hidden");
+}
+
+async function guarded(fn) {
+  clearError();
+  try {
+    return await fn();
+  } catch (err) {
+    showError(err);
+    return undefined;
+  }
+}
+
+// -- key and start-up ---------------------------------------------------------------------------------
+
+async function useKey(event) {
+  if (event) event.preventDefault();
+  const key = $("api-key").value.trim();
+  if (key) sessionStorage.setItem(KEY_STORE, key);
+  $("api-key").value = "";
+  await loadCatalog();
+}
+
+async function loadHealth() {
+  try {
+    const h = await api("/health");
+    $("health").textContent =
+      `Neo4j ${h.neo4j_version} · schema v${h.schema_version} · ${h.index_size} vectors · ` +
+      `${h.nodes.Thought || 0} thoughts · ${h.nodes.Experience || 0} experiences` + (h.agent ? "" : " · agent missing");
+  } catch (err) {
+    $("health").textContent = `service unhealthy: ${err.message}`;
+  }
+}
+
+async function loadCatalog() {
+  const status = $("key-status");
+  if (!sessionStorage.getItem(KEY_STORE)) {
+    status.textContent = "no key yet";
+    return;
+  }
+  const ok = await guarded(async () => {
+    const [vocab, targets, tasks] = await Promise.all([api("/vocabulary"), api("/targets"), api("/tasks")]);
+    state.vocab = vocab;
+    const targetKeys = targets.map((t) => [t.key, `${t.key} · ${t.name}`]);
+    for (const id of ["search-target", "exp-target"]) fillSelect($(id), targetKeys);
+    fillSelect($("run-target"), targetKeys, false);
+    $("run-target").value = targets.some((t) => t.key === "k1-x60") ? "k1-x60" : targets[0]?.key || "";
+    fillSelect($("search-operator"), vocab.operators);
+    fillSelect($("search-isa"), vocab.isas);
+    fillSelect($("search-technique"), vocab.techniques);
+    fillSelect($("exp-status"), vocab.statuses);
+    const taskNames = tasks.map((t) => [t.name, `${t.name} · ${t.operator}`]);
+    fillSelect($("exp-task"), taskNames);
+    fillSelect($("run-task"), taskNames, false);
+    return true;
+  });
+  status.textContent = ok ? "key accepted" : "key not accepted";
+  if (ok) loadRuns();
+}
+
+function switchTab(button) {
+  for (const tab of document.querySelectorAll(".tab")) {
+    tab.classList.toggle("active", tab === button);
+    $(tab.dataset.panel).classList.toggle("hidden", tab !== button);
+  }
+  if (button.id === "tab-runs") loadRuns();
+}
+
+// -- search -------------------------------------------------------------------------------------------
+
+async function search(event) {
+  event.preventDefault();
+  const params = new URLSearchParams({ q: $("search-q").value, k: "20" });
+  for (const [name, id] of [["kind", "search-kind"], ["target", "search-target"], ["operator", "search-operator"],
+                            ["isa", "search-isa"], ["technique", "search-technique"]]) {
+    if ($(id).value) params.set(name, $(id).value);
+  }
+  const result = await guarded(() => api(`/ideas/search?${params}`));
+  if (!result) return;
+  $("search-summary").textContent = `${result.hits.length} results for “${result.query}”`;
+  $("search-results").replaceChildren(...result.hits.map(hitCard));
+}
+
+function hitCard(hit) {
+  const n = hit.node || {};
+  const chips = [el("span", { class: `chip kind-${hit.kind}` }, hit.kind)];
+  for (const field of ["technique", "isa", "operator", "task_id", "target_key", "status"]) {
+    if (n[field]) chips.push(el("span", { class: "chip" }, n[field]));
+  }
+  if (n.prior_speedup) chips.push(el("span", { class: "chip" }, `claimed ${speed(n.prior_speedup)}`));
+  if (n.speedup) chips.push(el("span", { class: n.speedup >= 1 ? "chip good" : "chip bad" }, speed(n.speedup)));
+  if (hit.measured && hit.measured.trials) {
+    const mean = Math.exp(hit.measured.sum_log_speedup / hit.measured.trials);
+    chips.push(el("span", { class: mean >= 1 ? "chip good" : "chip bad" },
+      `measured ${speed(mean)} over ${hit.measured.trials} on ${hit.measured.target}`));
+  }
+  chips.push(el("span", { class: "score" }, `score ${fmt(hit.score, 4)}`));
+  const text = n.description || n.principle || n.summary || "";
+  return el("li", { class: "hit", "data-kind": hit.kind, "data-id": hit.id, onclick: () => openItem(hit.kind, hit.id) },
+    el("div", { class: "title" }, hit.title),
+    text ? el("p", { class: "desc" }, text) : null,
+    el("div", { class: "meta" }, chips));
+}
+
+// -- details ------------------------------------------------------------------------------------------
+
+function openItem(kind, id) {
+  if (kind === "thought") return openThought(id);
+  if (kind === "idea") return openIdea(id);
+  return openExperience(id);
+}
+
+function showDetail(...children) {
+  $("detail-body").replaceChildren(...children);
+  $("detail").classList.remove("hidden");
+}
+
+function table(id, headers, rows) {
+  return el("table", { class: "grid", id },
+    el("thead", {}, el("tr", {}, headers.map((h) => el("th", {}, h)))),
+    el("tbody", {}, rows));
+}
+
+async function openThought(id) {
+  const t = await guarded(() => api(`/thoughts/${encodeURIComponent(id)}`));
+  if (!t) return;
+  const commits = t.evidence.map((c) => el("tr", {},
+    el("td", {}, c.repo),
+    el("td", {}, c.url ? el("a", { href: c.url, target: "_blank", rel: "noopener" }, c.sha.slice(0, 10))
+                       : el("code", {}, c.sha.slice(0, 10))),
+    el("td", {}, c.title),
+    el("td", { class: "num" }, c.perf_claims.map(speed).join(", "))));
+  const effects = t.effects.map((e) => el("tr", {},
+    el("td", {}, e.target), el("td", { class: "num" }, e.trials), el("td", { class: "num" }, e.successes),
+    el("td", { class: "num" }, speed(e.mean_speedup)),
+    el("td", { class: "num" }, e.success_rate === null ? "–" : `${Math.round(100 * e.success_rate)}%`)));
+  const experiences = t.experiences.map(experienceRow);
+  showDetail(
+    el("h2", { id: "detail-title" }, t.title),
+    el("div", { class: "meta" },
+      el("span", { class: "chip kind-thought" }, "thought"), el("span", { class: "chip" }, t.technique),
+      el("span", { class: "chip" }, t.isa), el("span", { class: "chip" }, t.operator),
+      t.prior_speedup ? el("span", { class: "chip" }, `claimed ${speed(t.prior_speedup)}`) : null),
+    t.idea ? el("p", {}, "idea: ", el("a", { href: "#", onclick: (ev) => { ev.preventDefault(); openIdea(t.idea.id); } },
+      t.idea.title)) : null,
+    el("p", { class: "desc" }, t.description),
+    t.example_code ? el("pre", {}, t.example_code) : null,
+    el("h3", {}, `Evidence commits (${t.evidence.length})`),
+    t.evidence.length ? table("evidence-table", ["repo", "commit", "title", "claim"], commits)
+                      : el("p", { class: "muted" }, "none recorded"),
+    el("h3", {}, "Measured effect per target"),
+    t.effects.length ? table("effects-table", ["target", "trials", "ok", "mean", "success"], effects)
+                     : el("p", { class: "muted" }, "not tried yet"),
+    el("h3", {}, `Experiences that applied it (${t.experiences.length})`),
+    t.experiences.length ? table("thought-experiences", ["experience", "task", "target", "status", "speedup"],
+      experiences) : el("p", { class: "muted" }, "none yet"),
+  );
+}
+
+function experienceRow(x) {
+  return el("tr", { class: "clickable", onclick: () => openExperience(x.id) },
+    el("td", {}, el("code", {}, x.id)), el("td", {}, x.task_id), el("td", {}, x.target_key),
+    el("td", { class: statusClass(x.status) }, x.status), el("td", { class: "num" }, speed(x.speedup)));
+}
+
+async function openIdea(id) {
+  const idea = await guarded(() => api(`/ideas/${encodeURIComponent(id)}`));
+  if (!idea) return;
+  const rows = idea.thoughts.map((t) => el("tr", { class: "clickable", onclick: () => openThought(t.id) },
+    el("td", {}, t.title), el("td", {}, t.technique), el("td", {}, t.isa), el("td", {}, t.operator),
+    el("td", { class: "num" }, t.evidence_commits), el("td", { class: "num" }, `${t.successes}/${t.trials}`)));
+  showDetail(
+    el("h2", { id: "detail-title" }, idea.title),
+    el("div", { class: "meta" }, el("span", { class: "chip kind-idea" }, "idea"),
+      idea.techniques.map((x) => el("span", { class: "chip" }, x))),
+    el("p", { class: "desc" }, idea.principle),
+    el("h3", {}, `Thoughts (${idea.thoughts.length})`),
+    table("idea-thoughts", ["thought", "technique", "ISA", "operator", "commits", "ok/tried"], rows),
+  );
+}
+
+async function openExperience(id) {
+  const x = await guarded(() => api(`/experiences/${encodeURIComponent(id)}`));
+  if (!x) return;
+  showDetail(
+    el("h2", { id: "detail-title" }, x.summary || x.id),
+    el("div", { class: "meta" }, el("span", { class: "chip kind-experience" }, "experience"),
+      el("span", { class: "chip" }, x.task_id), el("span", { class: "chip" }, x.target_key),
+      el("span", { class: x.status === "ok" ? "chip good" : "chip bad" }, x.status),
+      x.speedup !== null ? el("span", { class: "chip" }, speed(x.speedup)) : null,
+      el("span", { class: "chip" }, x.measurement), el("span", { class: "chip" }, x.generator)),
+    x.thoughts.length ? el("p", {}, "applied: ", x.thoughts.map((t, i) => [i ? ", " : "",
+      el("a", { href: "#", onclick: (ev) => { ev.preventDefault(); openThought(t.id); } }, t.title)])) : null,
+    x.cflags.length ? el("p", {}, "flags: ", el("code", {}, x.cflags.join(" "))) : null,
+    x.feedback ? [el("h3", {}, "Feedback"), el("pre", {}, x.feedback)] : null,
+    x.code ? [el("h3", {}, "Code"), el("pre", {}, x.code)] : null,
+  );
+}
+
+// -- experiences --------------------------------------------------------------------------------------
+
+async function listExperiences(event, more = false) {
+  if (event) event.preventDefault();
+  const params = new URLSearchParams({ limit: "25" });
+  for (const [name, id] of [["task", "exp-task"], ["target", "exp-target"], ["status", "exp-status"],
+                            ["min_speedup", "exp-min"]]) {
+    if ($(id).value) params.set(name, $(id).value);
+  }
+  if (more && state.cursor) params.set("cursor", state.cursor);
+  const page = await guarded(() => api(`/experiences?${params}`));
+  if (!page) return;
+  const rows = page.items.map((x) => el("tr", { class: "clickable", onclick: () => openExperience(x.id) },
+    el("td", {}, el("code", {}, x.id)), el("td", {}, x.task_id), el("td", {}, x.target_key),
+    el("td", { class: statusClass(x.status) }, x.status), el("td", { class: "num" }, speed(x.speedup)),
+    el("td", {}, x.summary), el("td", { class: "muted" }, when(x.created_at))));
+  if (more) $("exp-rows").append(...rows);
+  else $("exp-rows").replaceChildren(...rows);
+  state.cursor = page.next_cursor;
+  $("exp-more").classList.toggle("hidden", !page.next_cursor);
+}
+
+// -- runs ---------------------------------------------------------------------------------------------
+
+async function loadRuns() {
+  if (!sessionStorage.getItem(KEY_STORE)) return;
+  const list = await api("/runs?limit=10").catch(() => null);
+  if (!list) return;
+  $("runs-rows").replaceChildren(...list.items.map((r) => el("tr", { class: "clickable", onclick: () => watchRun(r.id) },
+    el("td", {}, el("code", {}, r.id)), el("td", {}, r.task_id), el("td", {}, r.target_key),
+    el("td", { class: statusClass(r.status) }, r.status), el("td", { class: "num" }, `${r.evaluations}/${r.budget}`),
+    el("td", { class: "num" }, speed(r.best_speedup)))));
+}
+
+async function startRun(event) {
+  event.preventDefault();
+  const body = {
+    task: $("run-task").value, target: $("run-target").value, budget: Number($("run-budget").value),
+    directions: Number($("run-directions").value), generator: $("run-generator").value,
+  };
+  const accepted = await guarded(() => api("/runs", { json: body }));
+  if (accepted) watchRun(accepted.id);
+}
+
+function resetRunView(id) {
+  state.run = { id, points: [], best: [], budget: 0, done: false };
+  $("run-view").classList.remove("hidden");
+  $("run-id").textContent = id;
+  $("run-status").textContent = "queued";
+  $("run-status").className = "";
+  $("run-evals").textContent = "0";
+  $("run-best").textContent = "–";
+  $("run-log").replaceChildren();
+  $("run-progress").value = 0;
+  $("run-cancel").disabled = false;
+  drawPlot();
+}
+
+async function watchRun(id) {
+  if (state.stream) state.stream.abort();
+  resetRunView(id);
+  const controller = new AbortController();
+  state.stream = controller;
+  try {
+    const response = await fetch(`/runs/${encodeURIComponent(id)}/events`, {
+      headers: authHeaders(), signal: controller.signal,
+    });
+    if (!response.ok) throw new ApiError(response.status, await response.json().catch(() => null));
+    await readEvents(response.body, onRunEvent);
+  } catch (err) {
+    if (err.name !== "AbortError") showError(err);
+  }
+  if (state.run && state.run.id === id && !state.run.done) $("run-status").textContent += " (stream closed)";
+  loadRuns();
+}
+
+// Server-sent events read with fetch (EventSource cannot send the API key header).
+async function readEvents(stream, onEvent) {
+  const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value;
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      const data = block.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
+      if (data) onEvent(JSON.parse(data));
+    }
+  }
+}
+
+function onRunEvent(ev) {
+  const run = state.run;
+  if (!run || ev.run_id !== run.id) return;
+  run.budget = ev.budget || run.budget;
+  const evaluated = ev.kind === "evaluation" || ev.kind === "improved";
+  if (evaluated) {
+    run.points.push(ev.status === "ok" ? ev.speedup : null);
+    run.best.push(ev.best_speedup);
+  }
+  const terminal = ["finished", "failed", "cancelled"].includes(ev.kind);
+  const status = terminal ? (ev.status || ev.kind) : ev.kind === "started" ? "running" : $("run-status").textContent;
+  $("run-status").textContent = terminal && ev.kind === "finished" ? "done" : status;
+  $("run-status").className = terminal ? statusClass(ev.kind === "finished" ? "done" : "failed") : "";
+  $("run-evals").textContent = `${ev.evaluations}${run.budget ? ` / ${run.budget}` : ""}`;
+  if (ev.best_speedup !== null && ev.best_speedup !== undefined) $("run-best").textContent = speed(ev.best_speedup);
+  $("run-progress").value = run.budget ? Math.min(1, ev.evaluations / run.budget) : 0;
+  const text = evaluated
+    ? `#${ev.evaluations} ${ev.direction ? `[${ev.direction}] ` : ""}${ev.status}${ev.speedup ? ` ${speed(ev.speedup)}` : ""}` +
+      (ev.message ? ` · ${ev.message}` : "")
+    : `${ev.kind}${ev.message ? `: ${ev.message}` : ""}`;
+  const cls = ev.kind === "improved" ? "improved" : ev.kind === "failed" ? "failed" : "";
+  $("run-log").append(el("li", { class: cls }, text));
+  $("run-log").scrollTop = $("run-log").scrollHeight;
+  if (terminal) {
+    run.done = true;
+    $("run-cancel").disabled = true;
+  }
+  drawPlot();
+}
+
+async function cancelRun() {
+  if (!state.run) return;
+  const r = await guarded(() => api(`/runs/${encodeURIComponent(state.run.id)}`, { method: "DELETE" }));
+  if (r) $("run-status").textContent = "cancelling";
+}
+
+// -- the plot: best speedup over evaluations (line) and each passing candidate (dots) ----------------
+
+function drawPlot() {
+  const canvas = $("run-plot");
+  const ctx = canvas.getContext("2d");
+  const W = canvas.width, H = canvas.height, L = 52, R = 16, T = 18, B = 36;
+  ctx.clearRect(0, 0, W, H);
+  ctx.fillStyle = "#fff";
+  ctx.fillRect(0, 0, W, H);
+  const run = state.run || { points: [], best: [], budget: 0 };
+  const n = Math.max(run.budget, run.best.length, 1);
+  const values = [1, ...run.best, ...run.points].filter((v) => v !== null && v !== undefined);
+  const hi = Math.max(...values) * 1.1, lo = Math.min(0.8, Math.min(...values) * 0.95);
+  const x = (i) => L + ((W - L - R) * (i + 1)) / n;
+  const y = (v) => T + (H - T - B) * (1 - (v - lo) / (hi - lo));
+
+  ctx.strokeStyle = "#dfe3e8";
+  ctx.fillStyle = "#667085";
+  ctx.font = "11px system-ui, sans-serif";
+  ctx.lineWidth = 1;
+  const tick = niceStep((hi - lo) / 6);
+  for (let v = Math.ceil(lo / tick) * tick; v <= hi; v += tick) {
+    ctx.beginPath(); ctx.moveTo(L, y(v)); ctx.lineTo(W - R, y(v)); ctx.stroke();
+    ctx.fillText(`${v.toFixed(tick < 0.1 ? 2 : 1)}×`, 6, y(v) + 4);
+  }
+  const step = Math.max(1, Math.ceil(n / 10));
+  for (let i = 0; i < n; i += step) ctx.fillText(String(i + 1), x(i) - 3, H - B + 16);
+  ctx.fillText("evaluations", W / 2 - 28, H - 6);
+
+  ctx.setLineDash([4, 4]);
+  ctx.strokeStyle = "#9a6700";
+  ctx.beginPath(); ctx.moveTo(L, y(1)); ctx.lineTo(W - R, y(1)); ctx.stroke();
+  ctx.setLineDash([]);
+  ctx.fillStyle = "#9a6700";
+  ctx.fillText("baseline", W - R - 48, y(1) - 4);
+
+  ctx.fillStyle = "rgba(31,111,235,.35)";
+  run.points.forEach((v, i) => {
+    if (v === null || v === undefined) return;
+    ctx.beginPath(); ctx.arc(x(i), y(v), 3.5, 0, 2 * Math.PI); ctx.fill();
+  });
+  ctx.fillStyle = "#c62828";
+  run.points.forEach((v, i) => {
+    if (v === null || v === undefined) ctx.fillRect(x(i) - 3, y(lo) - 6, 6, 6);
+  });
+  ctx.strokeStyle = "#1f6feb";
+  ctx.lineWidth = 2.5;
+  ctx.beginPath();
+  let started = false;
+  run.best.forEach((v, i) => {
+    if (v === null || v === undefined) return;
+    if (!started) { ctx.moveTo(x(i), y(v)); started = true; } else { ctx.lineTo(x(i), y(run.best[i - 1] ?? v)); ctx.lineTo(x(i), y(v)); }
+  });
+  ctx.stroke();
+  ctx.fillStyle = "#1d232b";
+  ctx.font = "600 12px system-ui, sans-serif";
+  ctx.fillText("best speedup so far", L + 6, T + 2);
+}
+
+function niceStep(raw) {
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const unit = [1, 2, 2.5, 5, 10].find((m) => m * power >= raw);
+  return unit * power;
+}
+
+// -- wiring -------------------------------------------------------------------------------------------
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("key-form").addEventListener("submit", useKey);
+  for (const tab of document.querySelectorAll(".tab")) tab.addEventListener("click", () => switchTab(tab));
+  $("search-form").addEventListener("submit", search);
+  $("exp-form").addEventListener("submit", (ev) => listExperiences(ev));
+  $("exp-more").addEventListener("click", () => listExperiences(null, true));
+  $("run-form").addEventListener("submit", startRun);
+  $("run-cancel").addEventListener("click", cancelRun);
+  $("detail-close").addEventListener("click", () => $("detail").classList.add("hidden"));
+  drawPlot();
+  loadHealth();
+  loadCatalog();
+});

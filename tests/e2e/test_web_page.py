@@ -1,0 +1,163 @@
+"""The web page in headless Chromium against the real service, graph and agent.
+
+A person's path: enter the API key, search ideas, open a thought (evidence commits, measured results),
+list experiences, start a run of a suite task on the emulated K1 with the real Optimizer (offline
+generator, real clang + qemu evaluation) and watch it finish with its speedup plot. Screenshots are saved
+under the test's tmp dir.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+from core.settings import Settings
+from knowledge.starter import starter_knowledge
+from knowledge.store import GraphStore
+from service.api.app import create_app
+from tests.integration.conftest import (
+    OPERATOR_KEY,
+    READER_KEY,
+    api_settings_for,
+    build_container,
+    free_port,
+    seed_api_graph,
+    serve_in_thread,
+)
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+RUN_TIMEOUT_S = 300  # a handful of compile + qemu evaluations
+
+
+@pytest.fixture(scope="module")
+def page_server(
+    neo4j_settings: Settings, _session_store: GraphStore, embedder: object, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    settings = api_settings_for(neo4j_settings, tmp_path_factory.mktemp("web-home"))
+    container = build_container(settings, _session_store, embedder)
+    seed_api_graph(container)
+    container.ingestor.ingest(*starter_knowledge())  # the ideas a fresh install ships, for the agent's directions
+    app = create_app(container=container)  # the real agent.optimizer.Optimizer
+    port = free_port()
+    server, thread = serve_in_thread(app, port)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=60)
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[WebDriver]:
+    assert shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER), "Debian's chromium and chromium-driver are needed"
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1400,1000",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+    ):
+        opts.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def use_key(driver: WebDriver, base: str, key: str) -> WebDriverWait:
+    wait = WebDriverWait(driver, 30)
+    driver.get(base + "/")
+    driver.find_element(By.ID, "api-key").send_keys(key)
+    driver.find_element(By.ID, "save-key").click()
+    wait.until(lambda d: d.find_element(By.ID, "key-status").text in ("key accepted", "key not accepted"))
+    return wait
+
+
+def page_errors(driver: WebDriver) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def test_search_and_open_a_thought(page_server: str, browser: WebDriver, tmp_path: Path) -> None:
+    wait = use_key(browser, page_server, READER_KEY)
+    assert browser.find_element(By.ID, "key-status").text == "key accepted"
+    assert "thoughts" in browser.find_element(By.ID, "health").text
+    Select(browser.find_element(By.ID, "search-target")).select_by_value("k1-x60")
+    browser.find_element(By.ID, "search-q").send_keys("LMUL row sweep for gemv")
+    browser.find_element(By.ID, "search-go").click()
+    hit = wait.until(ec.element_to_be_clickable((By.CSS_SELECTOR, '#search-results .hit[data-id="t-lmul-gemv"]')))
+    assert "measured 1.60×" in hit.text
+    hit.click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "detail-title"), "LMUL=4 row sweep for gemv"))
+    evidence = browser.find_element(By.ID, "evidence-table").text
+    assert "OpenBLAS" in evidence and "a1a1a1a1a1" in evidence
+    effects = browser.find_element(By.ID, "effects-table").text
+    assert "k1-x60" in effects and "1.60×" in effects and "k3-x100" in effects
+    browser.save_screenshot(str(tmp_path / "thought.png"))
+    assert (tmp_path / "thought.png").stat().st_size > 10_000
+    assert page_errors(browser) == []
+
+
+def test_experiences_list_pages(page_server: str, browser: WebDriver) -> None:
+    wait = use_key(browser, page_server, READER_KEY)
+    browser.find_element(By.ID, "tab-experiences").click()
+    Select(browser.find_element(By.ID, "exp-task")).select_by_value("sgemm_64")
+    browser.find_element(By.ID, "exp-go").click()
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#exp-rows tr")) == 25)  # the page size
+    assert browser.find_element(By.ID, "exp-more").is_displayed() is False  # 25 of 25: no more pages
+
+
+def test_a_wrong_key_shows_a_clear_message(page_server: str, browser: WebDriver) -> None:
+    use_key(browser, page_server, "not-the-right-key")
+    banner = browser.find_element(By.ID, "banner")
+    assert banner.is_displayed() and "401 unauthorized" in banner.text and "API key is not valid" in banner.text
+
+
+def test_start_a_run_and_watch_it_finish(page_server: str, browser: WebDriver, tmp_path: Path) -> None:
+    wait = use_key(browser, page_server, OPERATOR_KEY)
+    browser.find_element(By.ID, "tab-runs").click()
+    Select(browser.find_element(By.ID, "run-task")).select_by_value("sscal")
+    Select(browser.find_element(By.ID, "run-target")).select_by_value("k1-x60")
+    Select(browser.find_element(By.ID, "run-generator")).select_by_value("offline")
+    budget = browser.find_element(By.ID, "run-budget")
+    budget.clear()
+    budget.send_keys("6")
+    browser.find_element(By.ID, "run-start").click()
+    wait.until(lambda d: d.find_element(By.ID, "run-id").text.startswith("run-"))
+    WebDriverWait(browser, RUN_TIMEOUT_S).until(
+        lambda d: d.find_element(By.ID, "run-status").text in ("done", "failed", "cancelled", "interrupted")
+    )
+    assert browser.find_element(By.ID, "run-status").text == "done", browser.find_element(By.ID, "run-log").text
+    best = browser.find_element(By.ID, "run-best").text
+    assert best.endswith("×") and float(best[:-1]) > 0
+    log = browser.find_element(By.ID, "run-log").text
+    assert log.splitlines()[0].startswith("started") and log.splitlines()[-1].startswith("finished")
+    # The plot drew the best-so-far line: count its blue pixels on the canvas.
+    blue = browser.execute_script(
+        "const c = document.getElementById('run-plot'); const d = c.getContext('2d')"
+        ".getImageData(0, 0, c.width, c.height).data; let n = 0;"
+        "for (let i = 0; i < d.length; i += 4) if (d[i] < 60 && d[i + 1] > 90 && d[i + 1] < 130 && d[i + 2] > 220) n++;"
+        "return n;"
+    )
+    assert blue > 100
+    wait.until(lambda d: d.find_element(By.ID, "run-id").text in d.find_element(By.ID, "runs-rows").text)
+    browser.save_screenshot(str(tmp_path / "run.png"))
+    assert (tmp_path / "run.png").stat().st_size > 10_000
+    assert page_errors(browser) == []
