@@ -17,8 +17,9 @@ import signal
 import tempfile
 import time
 from enum import StrEnum
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -68,7 +69,7 @@ class EvalResult(BaseModel):
     candidate_cycles: float | None = None
     baseline_seconds: float | None = None
     candidate_seconds: float | None = None
-    measurement: str | None = None  # modeled | measured | native (None when nothing was timed)
+    measurement: Literal["modeled", "measured", "native"] | None = None  # None when nothing was timed
     max_error: float | None = None
     norm_error: float | None = None
     feedback: str = ""
@@ -314,6 +315,7 @@ class Evaluator:
             run.build_kind,
             compiler_version(),
             str(self.seed),
+            _costmodel_fingerprint() if run.measurement == "modeled" else "",
         ]
         digest = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
         return f"{task.name}-{target.key}-{run.name}-{digest}"
@@ -327,6 +329,13 @@ class Evaluator:
 
 
 # ---------------------------------------------------------------------------------------- helpers
+
+
+@cache
+def _costmodel_fingerprint() -> str:
+    """Changes when the cost model's code changes, so cached baseline cycles are never stale."""
+    files = sorted(Path(__file__).resolve().parent.glob("costmodel*.py"))
+    return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
 
 
 def _with(result: EvalResult, **changes: Any) -> EvalResult:
