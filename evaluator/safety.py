@@ -87,6 +87,8 @@ def check_directives(code: str, extra_headers: frozenset[str] = frozenset()) -> 
     allowed = ALLOWED_HEADERS | extra_headers
     for lineno, raw in enumerate(_strip_comments(code).splitlines(), 1):
         line = raw.strip()
+        if line.startswith("%:"):  # the digraph spelling of '#'
+            line = "#" + line[2:]
         if not line.startswith("#"):
             continue
         directive = line[1:].strip()
@@ -180,7 +182,7 @@ def _check_names(tokens: list[tuple[int, str]]) -> list[Violation]:
             found.append(Violation(ln, f"uses `{tok}`: candidates may only compute (no processes, files, I/O, exits)"))
         elif tok.startswith(_FORBIDDEN_PREFIXES):
             found.append(Violation(ln, f"uses `{tok}`: harness, reference and libc-internal names are off limits"))
-        elif tok.strip("_") in _FORBIDDEN_ATTRIBUTES and tok != "section_":
+        elif tok.strip("_") in _FORBIDDEN_ATTRIBUTES:
             found.append(Violation(ln, f"uses `{tok}`: attributes that move code or symbols are not allowed"))
     return found
 

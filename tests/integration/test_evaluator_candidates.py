@@ -263,3 +263,15 @@ def test_baselines_are_cached_on_disk(evaluator: Evaluator, eval_home: Path) -> 
     again = evaluator.baseline(task, target, "qemu")
     assert time.monotonic() - t0 < 0.5
     assert again.baseline_cycles == first.baseline_cycles and again.code_hash == first.code_hash
+
+
+def test_a_kernel_cannot_skip_work_when_its_output_already_holds_a_result(evaluator: Evaluator) -> None:
+    # Every timed call gets freshly poisoned outputs, so "return if y is already written" saves nothing.
+    task = load_task("softmax")
+    cheat = task.reference_code.replace(
+        "    for (int r = 0; r < rows; r++) {", "    if (y[0] == y[0]) return;\n    for (int r = 0; r < rows; r++) {", 1
+    )
+    assert cheat != task.reference_code
+    r = evaluator.evaluate(task, load_target("host"), Candidate(code=cheat), "native")
+    assert r.status == EvalStatus.OK and r.measurement == "native", r.feedback
+    assert r.speedup is not None and 0.5 < r.speedup < 2.0, r.feedback

@@ -67,6 +67,7 @@ REJECTED = {
     "register_asm": (SIG + ' { register long a7 __asm__("a7") = 93; (void)a7; }', "`a7`"),
     "stdio": ("#include <stdio.h>\n" + SIG + " { }", "#include <stdio.h>"),
     "local_include": ('#include "secrets.h"\n' + SIG + " { }", '#include "secrets.h"'),
+    "digraph_include": ('%:include "/etc/hostname"\n' + SIG + " { }", '#include "/etc/hostname"'),
     "line_directive": ("#line 1000\n" + SIG + " { }", "#line"),
     "calls_reference": (
         SIG.replace("saxpy", "eok_ref_saxpy") + ";\n" + SIG + " { eok_ref_saxpy(n, a, x, y); }",
