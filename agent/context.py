@@ -49,6 +49,7 @@ class PriorExperience:
     code: str
     cflags: list[str]
     variant: dict[str, Any]
+    key: str  # the candidate key it was recorded under (offline variant key or code hash)
 
 
 @dataclass
@@ -172,7 +173,7 @@ def _prior(
         "AND ($exclude IS NULL OR t.id <> $exclude) AND x.speedup IS NOT NULL "
         "WITH t, x ORDER BY x.speedup DESC WITH t, collect(x)[0] AS best "
         "RETURN best.id AS id, t.id AS task, best.speedup AS speedup, best.code AS code, best.cflags AS cflags, "
-        "best.variant AS variant ORDER BY speedup DESC LIMIT 8",
+        "best.variant AS variant, best.code_hash AS key ORDER BY speedup DESC LIMIT 8",
         target=target_key,
         task=task_id,
         operator=operator,
@@ -180,7 +181,13 @@ def _prior(
     )
     return [
         PriorExperience(
-            r["id"], r["task"], r["speedup"], r["code"] or "", list(r["cflags"] or []), json.loads(r["variant"] or "{}")
+            r["id"],
+            r["task"],
+            r["speedup"],
+            r["code"] or "",
+            list(r["cflags"] or []),
+            json.loads(r["variant"] or "{}"),
+            r["key"] or "",
         )
         for r in rows
     ]

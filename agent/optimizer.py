@@ -218,7 +218,7 @@ class Optimizer:
         by_idea = {d.direction.idea_id: d for d in state.directions}
         for exp in sorted(recorded.values(), key=lambda x: x.step):
             parent = _parent_of(exp)
-            state.tried.add(_key_of(exp))
+            state.tried.add(exp.code_hash)
             state.step = max(state.step, exp.step + 1)
             d = by_idea.get(exp.direction or "")
             if exp.status == ExperienceStatus.OK and exp.speedup:
@@ -270,8 +270,8 @@ class Optimizer:
                 Generated(
                     code=p.code,
                     cflags=p.cflags,
-                    key=_prior_key(p),
-                    variant=_variant(p.variant, p.code),
+                    key=p.key,
+                    variant=_variant(p.variant, p.code, p.cflags),
                     description=f"earlier best for this task ({p.speedup:.2f}x)",
                 )
             )
@@ -440,29 +440,18 @@ def _parent_of(exp: Experience) -> Parent:
     return Parent(
         code=exp.code,
         cflags=list(exp.cflags),
-        variant=_variant(json.loads(exp.variant or "{}"), exp.code),
+        variant=_variant(json.loads(exp.variant or "{}"), exp.code, list(exp.cflags)),
         speedup=exp.speedup,
         feedback=exp.feedback,
         experience_id=exp.id,
     )
 
 
-def _variant(spec: dict, code: str) -> Variant | None:
+def _variant(spec: dict, code: str, cflags: list[str]) -> Variant | None:
+    """The offline generator's variant behind a stored experience (None when an LLM wrote the code)."""
     if not spec.get("family"):
         return None
-    return Variant(family=spec["family"], knobs=spec.get("knobs") or {}, code=code)
-
-
-def _key_of(exp: Experience) -> str:
-    v = _variant(json.loads(exp.variant or "{}"), exp.code)
-    return v.key if v else exp.code_hash
-
-
-def _prior_key(p: PriorExperience) -> str:
-    v = _variant(p.variant, p.code)
-    from agent.generation import code_key
-
-    return v.key if v else code_key(p.code, p.cflags)
+    return Variant(family=spec["family"], knobs=spec.get("knobs") or {}, code=code, cflags=cflags)
 
 
 def _transfer(p: PriorExperience, task: KernelTask, target: TargetProfile) -> Variant | None:

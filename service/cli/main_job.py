@@ -1,0 +1,83 @@
+"""`eok up`: the main job. Local Neo4j, knowledge, one optimization on the emulated K1, then the service."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from core.settings import get_settings
+from service.cli.app import JsonOpt, app, console, err_console, print_json
+
+DEFAULT_TASK = "softmax"  # exercises retrieval, several directions and a clear win over clang -O3
+
+
+@app.command()
+def up(
+    task: Annotated[str, typer.Option(help="suite task to optimize")] = DEFAULT_TASK,
+    target: Annotated[str, typer.Option(help="target key")] = "k1-x60",
+    budget: Annotated[int, typer.Option(help="evaluations for the demonstration run")] = 16,
+    exit_after: Annotated[bool, typer.Option("--exit", help="stop after printing the result")] = False,
+    json_out: bool = JsonOpt,
+) -> None:
+    """Run the main job end to end on the embedded defaults, then serve the API and the page."""
+    from agent.optimizer import Optimizer
+    from agent.types import RunRequest
+    from knowledge import local_neo4j
+    from service.bootstrap import Container
+    from service.cli.optimize import _execute, _outcome_json, _print_outcome
+
+    settings = get_settings()
+    uri = local_neo4j.start(settings)
+    log = err_console if json_out else console
+    log.print(f"[bold]1/4[/] Neo4j at {uri}")
+    container = Container(settings)
+    loaded = _load_knowledge(container, log)
+    log.print(f"[bold]2/4[/] knowledge: {loaded}")
+    opt = Optimizer(container)
+    run = opt.create_run(RunRequest(task=task, target=target, budget=budget, directions=4))
+    log.print(f"[bold]3/4[/] optimizing {task} on {target} (budget {budget}, generator {run.generator})")
+    outcome = _execute(opt, run.id, run.budget, quiet=json_out)
+    if json_out:
+        print_json(_outcome_json(outcome))
+    else:
+        _print_outcome(outcome)
+    if exit_after:
+        container.close()
+        return
+    _serve(container, settings, log)
+
+
+def _load_knowledge(container, log) -> str:
+    """Mine the repositories named in settings when present; otherwise ship the starter ideas."""
+    from miners.pipeline import MineOptions, Miner
+
+    mined = []
+    for repo in container.settings.mine_repos:
+        if not (repo.startswith(("http://", "https://", "git@")) or Path(repo).exists()):
+            log.print(f"  skipping {repo}: not found")
+            continue
+        report = Miner(container.store, lambda: container.embedder, container.settings).mine(repo, MineOptions())
+        mined.append(f"{report.repository}: {report.optimization_commits} optimization commits")
+    if mined:
+        return "; ".join(mined)
+    from knowledge.starter import starter_knowledge
+
+    nodes, rels = starter_knowledge()
+    container.ingestor.ingest(nodes, rels)
+    return f"starter set ({sum(1 for n in nodes if n.label == 'Thought')} thoughts; set EOK_MINE_REPOS to mine)"
+
+
+def _serve(container, settings, log) -> None:
+    import uvicorn
+
+    from service.api.app import create_app
+
+    log.print(
+        f"[bold]4/4[/] serving the API on http://{settings.api_host}:{settings.api_port}/docs "
+        f"and the page on http://{settings.api_host}:{settings.api_port}/ (Ctrl-C stops)"
+    )
+    uvicorn.run(
+        create_app(settings, container=container), host=settings.api_host, port=settings.api_port, log_level="warning"
+    )
