@@ -419,3 +419,86 @@ def elementwise_loop(task: KernelTask, names: tuple[str, str, str], lmul: int, u
         "}",
     ]
     return "\n".join(lines)
+
+
+def fit_lmul(sew: int, lanes: int, vlen: int) -> int | str:
+    """The smallest LMUL (1, 2, .. or 'f2', 'f4', 'f8') whose VLMAX at this SEW holds `lanes` elements."""
+    for lm in ("f8", "f4", "f2", 1, 2, 4, 8):
+        if isinstance(lm, str) and int(lm[1:]) * sew > 64:
+            continue  # fractional LMUL 1/F needs SEW <= ELEN / F (ELEN 64)
+        if vlmax(sew, lm, vlen) >= lanes:
+            return lm
+    raise InvalidInput(f"{lanes} lanes of e{sew} do not fit in LMUL 8 at VLEN {vlen}", "use a smaller block")
+
+
+def lmul_times(lmul: int | str, factor: int) -> int | str:
+    """LMUL scaled by `factor` (2 or 4 for widening), e.g. ('f2', 2) -> 1, (1, 4) -> 4."""
+    ratio = lmul_ratio(lmul) * factor
+    if ratio >= 1:
+        if ratio > 8:
+            raise InvalidInput(f"LMUL {lmul} x {factor} exceeds 8", "use a smaller LMUL")
+        return int(ratio)
+    return f"f{round(1 / ratio)}"
+
+
+def half_to_float_helper(src: CSource) -> str:
+    """Add `nn_half_at(p)`: the little-endian IEEE binary16 at p (2-byte aligned) as a float (Zfh
+    conversion when the target has it, else exact bit manipulation: normal, subnormal, inf/NaN)."""
+    code = """/* fp16 (little endian, any alignment) -> float */
+static inline float nn_half_at(const uint8_t *p)
+{
+#if defined(__riscv_zfh) || defined(__riscv_zfhmin)
+    /* ggml blocks (34 / 18 bytes) keep their fp16 scale 2-byte aligned: one flh + fcvt.s.h */
+    _Float16 h;
+    memcpy(&h, __builtin_assume_aligned(p, 2), sizeof h);
+    return (float)h;
+#else
+    uint32_t h = (uint32_t)p[0] | ((uint32_t)p[1] << 8);
+    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu, s = (h & 0x8000u) << 16;
+    if (e == 0) {
+        float v = (float)m * 0x1p-24f;
+        return s ? -v : v;
+    }
+    uint32_t bits = s | ((e == 31 ? 255u : e + 112u) << 23) | (m << 13);
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+#endif
+}"""
+    return src.add("nn_half_at", code)
+
+
+def float_to_half_helper(src: CSource) -> str:
+    """Add `nn_half_bits(f)`: float -> binary16 bits, round to nearest even (fcvt.h.s with Zfh, else bits)."""
+    code = """/* float -> fp16 bits, round to nearest even; overflow to inf */
+static inline uint16_t nn_half_bits(float f)
+{
+#if defined(__riscv_zfh) || defined(__riscv_zfhmin)
+    _Float16 h = (_Float16)f;
+    uint16_t b;
+    memcpy(&b, &h, sizeof b);
+    return b;
+#else
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint32_t s = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+    if (a > 0x7f800000u)
+        return (uint16_t)(s | 0x7e00u | ((a >> 13) & 0x3ffu));
+    if (a >= 0x477ff000u)
+        return (uint16_t)(s | 0x7c00u);
+    uint32_t m, sh;
+    if (a >= 0x38800000u) {
+        m = a - 0x38000000u; /* rebias the exponent by 112 */
+        sh = 13;
+    } else {
+        if (a <= 0x33000000u)
+            return (uint16_t)s;
+        m = (a & 0x7fffffu) | 0x800000u;
+        sh = 126u - (a >> 23);
+    }
+    uint32_t q = m >> sh, rem = m & ((1u << sh) - 1u), halfway = 1u << (sh - 1u);
+    q += (rem > halfway || (rem == halfway && (q & 1u)));
+    return (uint16_t)(s | q);
+#endif
+}"""
+    return src.add("nn_half_bits", code)
