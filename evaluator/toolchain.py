@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import secrets
 import shlex
 import shutil
 import subprocess
@@ -215,7 +216,7 @@ class Toolchain:
             src.write_text(source)
             self._compile(Path(tmp), src.name, f"{role}.o", flags)
             # Atomic publish: concurrent evaluations may build the same object.
-            tmp_obj = obj.with_suffix(f".{os.getpid()}.tmp")
+            tmp_obj = obj.with_suffix(f".{os.getpid()}.{secrets.token_hex(4)}.tmp")
             shutil.copyfile(Path(tmp) / f"{role}.o", tmp_obj)
             os.replace(tmp_obj, obj)
         return obj
