@@ -255,3 +255,47 @@ def test_cli_runs_and_lists_saved_queries(api_graph: Container, api_settings: Se
         [*cmd, "recent_runs", "--param", "limit"], capture_output=True, text=True, env=env, timeout=120
     )
     assert done.returncode == 2 and "key=value" in done.stderr
+
+
+# -- the saved-query file format ------------------------------------------------------------------------
+
+
+def test_saved_query_header_is_parsed(tmp_path) -> None:
+    from service.api.cypher import parse_saved_query
+
+    path = tmp_path / "demo.cypher"
+    path.write_text(
+        "// Demo summary.\n// More words.\n"
+        '// @param target: string = "k1-x60"  the target\n'
+        "// @param limit: int = 5  rows\n// @param run_id: string  required one\n"
+        "MATCH (r:Run {id: $run_id}) WHERE r.target_key = $target RETURN r LIMIT $limit;\n"
+    )
+    q = parse_saved_query(path)
+    assert (q.name, q.summary, q.description) == ("demo", "Demo summary.", "More words.")
+    assert [(p.name, p.type, p.default, p.required) for p in q.params] == [
+        ("target", "string", "k1-x60", False),
+        ("limit", "int", 5, False),
+        ("run_id", "string", None, True),
+    ]
+    assert q.bind({"run_id": "r1", "limit": "7"}) == {"target": "k1-x60", "limit": 7, "run_id": "r1"}
+    assert not q.text.endswith(";")
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("// S.\n// @param x: decimal = 1\nRETURN $x", "bad parameter line"),
+        ("// S.\n// @param x: int = 1\nRETURN $x, $y", "['y'] used but not declared"),
+        ("// S.\n// @param x: int = one\nRETURN $x", "not a JSON literal"),
+        ("RETURN 1", "needs a `//` header"),
+    ],
+)
+def test_malformed_saved_queries_name_the_problem(tmp_path, text: str, problem: str) -> None:
+    from core.errors import InvalidInput
+    from service.api.cypher import parse_saved_query
+
+    path = tmp_path / "bad.cypher"
+    path.write_text(text)
+    with pytest.raises(InvalidInput) as err:
+        parse_saved_query(path)
+    assert problem in str(err.value) and "bad.cypher" in str(err.value)

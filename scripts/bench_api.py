@@ -1,0 +1,344 @@
+#!/usr/bin/env python3
+"""Benchmark GET /ideas/search over HTTP on a graph of 100k thoughts (issue 6).
+
+1. Starts a private local Neo4j (data under var/bench-api/, a free port) and fills it with 100k thoughts
+   under 400 ideas, with precomputed random unit embeddings (knowledge.ingest.Ingestor, `precomputed=`)
+   and measured EFFECT_ON statistics on k1-x60 for a tenth of them. A graph already holding that many
+   thoughts is reused (--rebuild forces a new one).
+2. Starts the service as `eok serve` (uvicorn, one worker process) on 127.0.0.1.
+3. Drives GET /ideas/search from a second process with a bounded loop: at most --requests requests and
+   --seconds seconds, --concurrency connections, queries drawn from a fixed set of --distinct phrases
+   with a mix of filters (none / isa / operator+kind / target).
+4. Prints requests/s and p50/p90/p99 latency, and the targets: >= 200 req/s, p99 <= 100 ms on 2 cores.
+
+    python scripts/bench_api.py [--thoughts 100000] [--requests 4000] [--seconds 60] [--concurrency 8]
+                                [--distinct 200] [--profile]
+
+--profile also times Retriever.search in-process (no HTTP) under cProfile and prints where the time goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import multiprocessing as mp
+import os
+import pstats
+import random
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+from core.settings import PROJECT_ROOT, Settings
+from knowledge import local_neo4j
+from knowledge.models import Idea, Relationship, RelType, Target, Thought
+from knowledge.taxonomy import Isa, Operator, Technique
+from service.bootstrap import Container
+
+KEY = "bench-reader-key-0123456789"
+DATA = PROJECT_ROOT / "var" / "bench-api"
+_WORDS = (
+    "accumulate accumulators unroll tile tiling pack packing prefetch fuse fused reduce reduction widen "
+    "widening tail mask align stride strided gemm gemv dot axpy softmax norm conv lmul vsetvl vfmacc "
+    "vle32 vse32 vfredusum vfmul register block blocking cache latency throughput quantized int8 q4_0 "
+    "dequantize interleave transpose broadcast vector scalar loop kernel row column panel microkernel"
+)
+VOCAB = _WORDS.split()  # words the thoughts are written in; queries draw from them too
+
+
+# -- the graph ------------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def unit(rng: np.random.Generator) -> np.ndarray:
+    v = rng.standard_normal(384).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def build_graph(c: Container, thoughts: int, seed: int = 11) -> None:
+    rng = np.random.default_rng(seed)
+    techs, isas, ops = list(Technique), list(Isa), list(Operator)
+    n_ideas = max(1, thoughts // 250)
+    ideas = [
+        Idea(
+            id=f"bi{i:04d}",
+            title=f"{techs[i % len(techs)].value} principle {i}",
+            principle=" ".join(rng.choice(VOCAB, 10)),
+        )
+        for i in range(n_ideas)
+    ]
+    c.ingestor.ingest(
+        [Target(key="k1-x60", name="SpacemiT K1 (X60)"), *ideas], precomputed={i.id: unit(rng) for i in ideas}
+    )
+    chunk = 10_000
+    began = time.perf_counter()
+    for start in range(0, thoughts, chunk):
+        nodes, rels, vecs = [], [], {}
+        for i in range(start, min(thoughts, start + chunk)):
+            idea = ideas[i % n_ideas]
+            words = " ".join(rng.choice(VOCAB, 7))
+            t = Thought(
+                id=f"bt{i:06d}",
+                idea_id=idea.id,
+                title=f"{words} ({i})",
+                description=" ".join(rng.choice(VOCAB, 16)),
+                identifiers=" ".join(rng.choice(VOCAB, 3)),
+                technique=techs[i % len(techs)],
+                isa=isas[(i // 7) % len(isas)],
+                operator=ops[(i // 3) % len(ops)],
+                evidence_commits=int(rng.integers(0, 12)),
+                prior_speedup=float(rng.uniform(1.0, 2.5)) if i % 4 == 0 else None,
+            )
+            nodes.append(t)
+            vecs[t.id] = unit(rng)
+            rels.append(
+                Relationship(
+                    type=RelType.HAS_THOUGHT, start_label="Idea", start_key=idea.id, end_label="Thought", end_key=t.id
+                )
+            )
+            if i % 10 == 0:
+                trials = int(rng.integers(1, 9))
+                rels.append(
+                    Relationship(
+                        type=RelType.EFFECT_ON,
+                        start_label="Thought",
+                        start_key=t.id,
+                        end_label="Target",
+                        end_key="k1-x60",
+                        props={
+                            "trials": trials,
+                            "successes": int(rng.integers(0, trials + 1)),
+                            "sum_log_speedup": float(trials * rng.normal(0.05, 0.2)),
+                        },
+                    )
+                )
+        c.ingestor.ingest(nodes, rels, precomputed=vecs)
+        done = min(thoughts, start + chunk)
+        print(f"  {done:>7,} thoughts ingested ({done / (time.perf_counter() - began):,.0f}/s)", flush=True)
+
+
+def thought_count(c: Container) -> int:
+    return c.store.read("MATCH (t:Thought) RETURN count(t) AS n")[0]["n"]
+
+
+# -- the load -------------------------------------------------------------------------------------------
+
+
+def queries(distinct: int, seed: int = 5) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    mixes = [{}, {"isa": "rvv"}, {"operator": "gemv", "kind": "thought"}, {"target": "k1-x60", "kind": "thought"}]
+    return [{"q": " ".join(rng.sample(VOCAB, 4)), "k": 10, **mixes[i % len(mixes)]} for i in range(distinct)]
+
+
+def drive(base: str, params: list[dict[str, Any]], requests: int, seconds: float, concurrency: int, out: Any) -> None:
+    """Runs in its own process: `concurrency` threads share a bounded count of requests and a deadline."""
+    lock = threading.Lock()
+    state = {"next": 0, "errors": 0, "codes": {}}
+    latencies: list[float] = []
+    deadline = time.monotonic() + seconds
+
+    def worker() -> None:
+        with httpx.Client(base_url=base, headers={"X-API-Key": KEY}, timeout=30) as http:
+            while True:
+                with lock:
+                    i = state["next"]
+                    if i >= requests or time.monotonic() >= deadline:
+                        return
+                    state["next"] += 1
+                t = time.perf_counter()
+                try:
+                    r = http.get("/ideas/search", params=params[i % len(params)])
+                    code = r.status_code
+                except httpx.HTTPError:
+                    code = -1
+                dt = (time.perf_counter() - t) * 1000
+                with lock:
+                    latencies.append(dt)
+                    state["codes"][code] = state["codes"].get(code, 0) + 1
+                    if code != 200:
+                        state["errors"] += 1
+
+    began = time.perf_counter()
+    threads = [threading.Thread(target=worker) for _ in range(concurrency)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    out.put(
+        {
+            "seconds": time.perf_counter() - began,
+            "latencies": latencies,
+            "errors": state["errors"],
+            "codes": state["codes"],
+        }
+    )
+
+
+def pct(xs: list[float], p: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
+
+
+def run_load(base: str, args: argparse.Namespace, label: str, params: list[dict[str, Any]]) -> dict[str, Any]:
+    out: mp.Queue = mp.get_context("spawn").Queue()
+    proc = mp.get_context("spawn").Process(
+        target=drive, args=(base, params, args.requests, args.seconds, args.concurrency, out)
+    )
+    proc.start()
+    result = out.get(timeout=args.seconds + 120)
+    proc.join(timeout=30)
+    lat = result["latencies"]
+    rps = len(lat) / result["seconds"]
+    print(
+        f"{label}: {len(lat)} requests in {result['seconds']:.1f} s = {rps:,.0f} req/s; latency p50 "
+        f"{pct(lat, 50):.1f} ms, p90 {pct(lat, 90):.1f} ms, p99 {pct(lat, 99):.1f} ms, mean "
+        f"{statistics.fmean(lat):.1f} ms; non-200: {result['errors']} {result['codes']}"
+    )
+    return {"rps": rps, "p50": pct(lat, 50), "p99": pct(lat, 99), "errors": result["errors"]}
+
+
+# -- the service ----------------------------------------------------------------------------------------
+
+
+def start_service(settings: Settings, port: int, log: Path) -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "NEO4J_URI": settings.bolt_uri,
+        "EOK_HOME": str(settings.home),
+        "EOK_API_KEYS": json.dumps({KEY: "reader"}),
+        "EOK_API_WORKERS": "1",
+    }
+    cmd = [
+        sys.executable,
+        "-c",
+        "from service.cli import main; main()",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--no-start-db",
+        "--no-resume",
+        "--log-level",
+        "warning",
+    ]
+    proc = subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"the service exited with {proc.returncode}; see {log}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    proc.terminate()
+    raise SystemExit(f"the service did not answer /health within 600 s; see {log}")
+
+
+def profile_in_process(c: Container, params: list[dict[str, Any]], n: int = 300) -> None:
+    from knowledge.retrieval import SearchFilters
+
+    def one(p: dict[str, Any]) -> None:
+        f = SearchFilters(**{k: v for k, v in p.items() if k not in ("q", "k")})
+        c.retriever.search(p["q"], k=p["k"], filters=f)
+
+    for p in params[:20]:
+        one(p)  # warm: model, caches, index
+    lat = []
+    prof = cProfile.Profile()
+    prof.enable()
+    for i in range(n):
+        t = time.perf_counter()
+        one(params[i % len(params)])
+        lat.append((time.perf_counter() - t) * 1000)
+    prof.disable()
+    print(
+        f"in-process Retriever.search (no HTTP), {n} calls: p50 {pct(lat, 50):.1f} ms, p99 {pct(lat, 99):.1f} ms, "
+        f"mean {statistics.fmean(lat):.1f} ms"
+    )
+    stats = pstats.Stats(prof)
+    stats.sort_stats("cumulative").print_stats(25)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--thoughts", type=int, default=100_000)
+    ap.add_argument("--requests", type=int, default=4000, help="at most this many requests per phase")
+    ap.add_argument("--seconds", type=float, default=60.0, help="at most this long per phase")
+    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--distinct", type=int, default=200, help="distinct query phrases (their embeddings get cached)")
+    ap.add_argument("--neo4j-port", type=int, default=7698, help="Bolt port of the bench Neo4j")
+    ap.add_argument("--rebuild", action="store_true", help="build the graph anew even if one is there")
+    ap.add_argument("--keep-db", action="store_true", help="leave the bench Neo4j running")
+    ap.add_argument("--profile", action="store_true", help="also profile Retriever.search in-process")
+    args = ap.parse_args()
+
+    if args.rebuild and DATA.exists():
+        shutil.rmtree(DATA)
+    settings = Settings(
+        home=DATA / "home",
+        local_neo4j_data=DATA / "neo4j",
+        local_neo4j_port=args.neo4j_port,
+        local_neo4j_pagecache="1g",
+        NEO4J_URI=None,
+    )
+    print(f"starting the bench Neo4j on {settings.bolt_uri} (data in {DATA})", flush=True)
+    local_neo4j.start(settings)
+    service = None
+    try:
+        c = Container(settings)
+        have = thought_count(c)
+        if have != args.thoughts:
+            print(f"building a graph of {args.thoughts:,} thoughts (found {have:,})", flush=True)
+            if have:
+                c.store.write(
+                    "MATCH (n) WHERE NOT n:Migration CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS"
+                )
+            build_graph(c, args.thoughts)
+        params = queries(args.distinct)
+        port = free_port()
+        began = time.perf_counter()
+        service = start_service(settings, port, DATA / "service.log")
+        print(f"service up on 127.0.0.1:{port} in {time.perf_counter() - began:.1f} s (FAISS index and model loaded)")
+        base = f"http://127.0.0.1:{port}"
+        run_load(
+            base,
+            argparse.Namespace(**{**vars(args), "requests": min(args.requests, 2 * args.distinct)}),
+            "warm-up (first sight of each query: embeds it)",
+            params,
+        )
+        result = run_load(
+            base, args, f"measured (concurrency {args.concurrency}, {args.distinct} distinct queries)", params
+        )
+        ok = result["rps"] >= 200 and result["p99"] <= 100 and result["errors"] == 0
+        print(f"targets >= 200 req/s and p99 <= 100 ms on {os.cpu_count()} cores: {'met' if ok else 'NOT met'}")
+        if args.profile:
+            profile_in_process(c, params)
+        c.close()
+    finally:
+        if service is not None:
+            service.terminate()
+            service.wait(timeout=60)
+        if not args.keep_db:
+            local_neo4j.stop(settings)
+
+
+if __name__ == "__main__":
+    main()
