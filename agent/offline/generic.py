@@ -23,7 +23,9 @@ from knowledge.taxonomy import Technique
 
 FAST_MATH_MIN_RTOL = 1e-5
 LLVM_DEFAULT_LMUL = 2  # clang-22's -riscv-v-register-bit-width-lmul default (e32 loops use m2)
-MAX_PREFETCHED_STREAMS = 2  # per loop: more prefetches per iteration cost more than they hide
+MAX_PREFETCHED_STREAMS = 2  # per loop: more prefetches per block cost more than they hide
+PREFETCH_BLOCK = 64  # iterations per strip-mined block (64 floats = 4 lines of 64 B, the X60's line size)
+PREFETCH_LINES = 4  # lines prefetched per stream and block
 
 _TOKEN_RE = re.compile(
     r"[A-Za-z_]\w*|\d[\w.]*(?:[eEpP][-+]\d+)?\w*|->|\+\+|--|<<=|>>=|&&|\|\||[-+*/%&|^!=<>]=|<<|>>|\S"
@@ -271,24 +273,82 @@ def _restrict_edits(params: list[Token]) -> list[tuple[int, str]]:
 
 
 def insert_prefetch(code: str, distance_bytes: int, pointers: set[str]) -> str:
-    """`__builtin_prefetch` `distance_bytes` ahead of the first subscripts of `pointers` in innermost loops."""
+    """Strip-mine canonical innermost loops into blocks with prefetches `distance_bytes` ahead.
+
+    `for (T i = A; i < B; i++) S` becomes a loop over blocks of PREFETCH_BLOCK iterations that first
+    prefetches PREFETCH_LINES cache lines of each stream at `&p[subscript at block start] + distance`
+    and then runs S over the block. A prefetch inside the loop body would stop the vectorizer (clang-22
+    reports "loop not vectorized" for a body with __builtin_prefetch); the block loop stays vectorizable.
+    """
     if distance_bytes <= 0:
         return code
     toks = tokenize(code)
     edits: list[tuple[int, str]] = []
-    for loop in find_loops(toks):
-        if not loop.innermost or loop.index_var is None:
+    for n, loop in enumerate(find_loops(toks)):
+        header = _canonical_header(toks, loop)
+        if not loop.innermost or header is None:
             continue
+        ctype, var, init, bound = header
         exprs = _streams(code, toks, loop, pointers)
         if not exprs:
             continue
-        calls = " ".join(f"__builtin_prefetch((const char *)&{e} + {distance_bytes});" for e in exprs)
-        first, last = toks[loop.body_first], toks[loop.body_last]
-        if first.text == "{":
-            edits.append((first.end, f" {calls}"))
+        blk, end = f"{var}_blk{n}", f"{var}_end{n}"
+        prefetches = " ".join(
+            f"__builtin_prefetch((const char *)&{_substitute(e, var, blk)} + {distance_bytes + line * 64});"
+            for e in exprs
+            for line in range(PREFETCH_LINES)
+        )
+        outer = (
+            f"for ({ctype} {blk} = {init}; {blk} < {bound}; {blk} += {PREFETCH_BLOCK}) {{ {prefetches} "
+            f"const {ctype} {end} = {bound} - {blk} > {PREFETCH_BLOCK} ? {blk} + {PREFETCH_BLOCK} : {bound}; "
+        )
+        inner = f"for ({ctype} {var} = {blk}; {var} < {end}; {var}++)"
+        edits.append((toks[loop.keyword].start, outer + inner + "\x00" + str(toks[loop.header_close].end)))
+        edits.append((toks[loop.body_last].end, " }"))
+    return _apply_replacing(code, edits)
+
+
+def _canonical_header(toks: list[Token], loop: Loop) -> tuple[str, str, str, str] | None:
+    """(type, var, init, bound) of `for (T var = init; var < bound; var++)` with a side-effect-free bound."""
+    parts = [t.text for t in toks[loop.keyword + 2 : loop.header_close]]
+    if ";" not in parts:
+        return None
+    first = parts.index(";")
+    second = first + 1 + parts[first + 1 :].index(";") if ";" in parts[first + 1 :] else -1
+    if second < 0:
+        return None
+    decl, cond, step = parts[:first], parts[first + 1 : second], parts[second + 1 :]
+    types = {"int", "long", "size_t", "unsigned", "ptrdiff_t", "int64_t", "int32_t", "uint32_t", "uint64_t"}
+    # `long long i` or `unsigned int i` (two-word types) are left alone
+    if len(decl) < 4 or decl[0] not in types or decl[1] in types or decl[2] != "=":
+        return None
+    var = decl[1]
+    if len(cond) < 3 or cond[0] != var or cond[1] != "<":
+        return None
+    if step not in ([var, "++"], ["++", var], [var, "+=", "1"]):
+        return None
+    bound = cond[2:]
+    if any(not re.fullmatch(r"[A-Za-z_]\w*|\d+|[-+*()]", t) or t == var for t in bound):
+        return None
+    init = decl[3:]
+    if any(not re.fullmatch(r"[A-Za-z_]\w*|\d+|[-+*()]", t) for t in init):
+        return None
+    return decl[0], var, " ".join(init), " ".join(bound)
+
+
+def _substitute(expr: str, var: str, value: str) -> str:
+    return re.sub(rf"\b{re.escape(var)}\b", f"({value})", expr)
+
+
+def _apply_replacing(code: str, edits: list[tuple[int, str]]) -> str:
+    """Like _apply, but an edit `text\\x00END` replaces code[at:END] with text."""
+    for at, text in sorted(edits, key=lambda e: e[0], reverse=True):
+        if "\x00" in text:
+            text, stop = text.split("\x00")
+            code = code[:at] + text + code[int(stop) :]
         else:
-            edits += [(first.start, f"{{ {calls} "), (last.end, " }")]
-    return _apply(code, edits)
+            code = code[:at] + text + code[at:]
+    return code
 
 
 def _streams(code: str, toks: list[Token], loop: Loop, pointers: set[str]) -> list[str]:

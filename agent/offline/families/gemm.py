@@ -296,12 +296,18 @@ def _registers(lmul: int, mr: int, nv: int) -> int:
 
 
 def default_config(lay: GemmLayout, target: TargetProfile) -> GemmConfig:
-    """A tile that fits the register file and the timed size: NR <= N, MR <= M."""
+    """The best tile of a sweep on the modeled X60 (scripts/bench_offline_space.py), fitted to the timed size.
+
+    One vector of the widest LMUL <= 4 that the timed N fills; 4 rows at m4 (8 at m2 or less), fewer
+    when M is smaller or the registers run out; k unrolled by 4 (loop overhead is what is left on an
+    in-order core once the FMA pipe is fed).
+    """
     big_m, big_n, _ = lay.bench
-    lmul = 2 if big_n >= vlmax(target, 2) else 1
-    nv = max(1, min(2, big_n // vlmax(target, lmul)))
-    mr = max(r for r in MRS if r <= max(1, big_m) and _registers(lmul, r, nv) <= VECTOR_REGISTERS)
-    return GemmConfig(lmul=lmul, mr=mr, nv=nv, unroll=1, pack=lay.trans_b, kc=0)
+    lmul = max([lm for lm in (1, 2, 4) if vlmax(target, lm) <= big_n] or [1])
+    nv = 1
+    cap = 4 if lmul >= 4 else 8
+    mr = max(r for r in MRS if r <= max(1, min(big_m, cap)) and _registers(lmul, r, nv) <= VECTOR_REGISTERS)
+    return GemmConfig(lmul=lmul, mr=mr, nv=nv, unroll=4, pack=lay.trans_b, kc=0)
 
 
 @register
