@@ -49,7 +49,8 @@ def split_tasks(names: list[str] | None) -> tuple[list[str], list[str]]:
 
 
 def fresh_graph(c: Container, mine: list[str]) -> None:
-    c.store.write("MATCH (n) WHERE NOT n:Migration CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS")
+    with c.store.session() as s:  # CALL IN TRANSACTIONS needs an auto-commit transaction
+        s.run("MATCH (n) WHERE NOT n:Migration CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
     c.store.bump_embedding_generation()
     if mine:
         from miners.pipeline import MineOptions, Miner
