@@ -40,7 +40,7 @@ def _write_load(uri: str, nodes: int = 50_000) -> None:
 
 
 def measure(runs: int, port: int, heap: str, pagecache: str) -> dict[str, object]:
-    cold, warm, idle, loaded = [], [], [], []
+    cold, warm, idle, loaded, cpu = [], [], [], [], []
     local_neo4j.ensure_built(Settings())  # build time is not start time
     for _ in range(runs):
         with tempfile.TemporaryDirectory(prefix="eok-neo4j-measure-") as tmp:
@@ -54,6 +54,8 @@ def measure(runs: int, port: int, heap: str, pagecache: str) -> dict[str, object
             )
             try:
                 cold.append(_timed_start(settings))
+                times = psutil.Process(local_neo4j.pid(settings) or 0).cpu_times()
+                cpu.append(times.user + times.system)  # CPU to get ready: load-independent, unlike wall time
                 time.sleep(10)  # let JIT and startup jobs settle before calling it idle
                 idle.append(_rss_mb(local_neo4j.pid(settings) or 0))
                 _write_load(settings.bolt_uri)
@@ -68,6 +70,8 @@ def measure(runs: int, port: int, heap: str, pagecache: str) -> dict[str, object
         "runs": runs,
         "cold_start_s": _summary(cold),
         "warm_start_s": _summary(warm),
+        "cold_start_cpu_s": _summary(cpu),
+        "load_average_1m": round(psutil.getloadavg()[0], 1),
         "idle_rss_mb": _summary(idle),
         "rss_after_50k_nodes_mb": _summary(loaded),
     }

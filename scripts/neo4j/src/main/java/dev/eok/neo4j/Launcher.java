@@ -89,6 +89,11 @@ public final class Launcher {
         // No usage reports: the server must never reach outside this machine.
         settings.put("dbms.usage_report.enabled", "false");
         settings.put("server.memory.pagecache.size", "512m");
+        // Disk: Neo4j preallocates 256 MB per transaction log and database (~0.5 GB for an empty server)
+        // and keeps logs for 2 days. A dev or test server wants neither; recovery after a crash only
+        // needs the logs since the last checkpoint, which pruning never removes.
+        settings.put("db.tx_log.preallocate", "false");
+        settings.put("db.tx_log.rotation.retention_policy", "1G size");
         // Netty's default quiet period adds ~10 s to every stop; the databases are already checkpointed
         // and closed by the time the Bolt server shuts down, so nothing is lost by skipping it.
         settings.put("internal.dbms.bolt.netty_server_shutdown_quiet_period", "0");
