@@ -234,11 +234,29 @@ def _kill_all(proc: subprocess.Popen[bytes], uid: int | None) -> None:
     if uid is None:
         return
     # kill(-1) as the sandbox uid signals exactly the processes of that uid, including ones that left
-    # the process group with setsid(); the helper dies with them.
-    subprocess.run(
-        ["kill", "-KILL", "-1"],
-        preexec_fn=lambda: (os.setgid(uid), os.setuid(uid)),  # type: ignore[func-returns-value]
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        check=False,
-    )
+    # the process group with setsid(); the helper dies with them. Repeat until none is left alive: a
+    # killed process takes a moment to exit, and on a loaded machine a fork may just have completed.
+    deadline = time.monotonic() + 5
+    while True:
+        subprocess.run(
+            ["kill", "-KILL", "-1"],
+            preexec_fn=lambda: (os.setgid(uid), os.setuid(uid)),  # type: ignore[func-returns-value]
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
+        if not _alive(uid) or time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
+
+
+def _alive(uid: int) -> bool:
+    """Whether a process of `uid` is still running (zombies are dead; their parent or init reaps them)."""
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+        except OSError:
+            continue
+        if int(fields.get("Uid", "-1 ").split()[0]) == uid and not fields.get("State", "").strip().startswith("Z"):
+            return True
+    return False
