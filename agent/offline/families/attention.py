@@ -74,7 +74,7 @@ class AttentionFamily:
         if kind == "attention_decode":
             return [
                 rm.knob("lmul", [1, 2, 4], lm, 2),
-                rm.knob("keys", [1, 2, 4], Technique.UNROLL, 4),
+                rm.knob("keys", [1, 2, 4], Technique.UNROLL, 4, also=(Technique.MULTI_ACCUMULATOR,)),
                 rm.knob("chunk", [16, 32, 64, 128], Technique.MEMORY_ACCESS, 128),
                 rm.knob("exp_degree", rm.exp_degrees(rtol, 2.0), Technique.APPROXIMATION, 4),
             ]

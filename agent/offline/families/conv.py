@@ -95,7 +95,10 @@ class ConvFamily:
         kind = conv_kind(task)
         lm = Technique.VECTOR_LENGTH
         if kind == "conv1x1":
-            return [rm.knob("lmul", [1, 2, 4], lm, 4), rm.knob("rows", [1, 2, 4, 8], Technique.REGISTER_BLOCKING, 4)]
+            return [
+                rm.knob("lmul", [1, 2, 4], lm, 4),
+                rm.knob("rows", [1, 2, 4, 8], Technique.REGISTER_BLOCKING, 4, also=(Technique.MULTI_ACCUMULATOR,)),
+            ]
         if kind == "conv3x3":
             return [
                 rm.knob("lmul", [1, 2, 4], lm, 1),
@@ -113,7 +116,7 @@ class ConvFamily:
         if kind == "global_avgpool":
             return [
                 rm.knob("lmul", [1, 2, 4, 8], lm, 2),
-                rm.knob("accumulators", [1, 2, 4], Technique.MULTI_ACCUMULATOR, 1),
+                rm.knob("accumulators", [1, 2, 4], Technique.MULTI_ACCUMULATOR, 1, also=(Technique.UNROLL,)),
             ]
         return [rm.knob("lmul", [1, 2, 4, 8] if kind == "im2col" else [1, 2, 4], lm, 4)]
 

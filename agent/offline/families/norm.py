@@ -80,7 +80,7 @@ class NormFamily:
         if kind == "batchnorm":
             out.append(rm.knob("unroll", [1, 2, 4], Technique.UNROLL, 2))
         else:
-            out.append(rm.knob("accumulators", [1, 2, 4], Technique.MULTI_ACCUMULATOR, 1))
+            out.append(rm.knob("accumulators", [1, 2, 4], Technique.MULTI_ACCUMULATOR, 1, also=(Technique.UNROLL,)))
         if kind == "layernorm":
             out.append(rm.knob("variance", ["one_pass", "two_pass"], Technique.FUSION, "one_pass"))
         return out

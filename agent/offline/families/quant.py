@@ -97,7 +97,7 @@ class QuantFamily:
         if kind in ("q8_0_dot", "q4_0_q8_0_dot"):
             widen = ["wmul", "halves"] if kind == "q8_0_dot" else ["halves", "concat"]
             return [
-                rm.knob("unroll", [1, 2, 4], Technique.UNROLL, 4),
+                rm.knob("unroll", [1, 2, 4], Technique.UNROLL, 4, also=(Technique.MULTI_ACCUMULATOR,)),
                 rm.knob("widening", widen, Technique.WIDENING, widen[0]),
                 rm.knob("reduction", ["vector", "per_block"], Technique.REDUCTION, "vector"),
             ]
@@ -114,7 +114,7 @@ class QuantFamily:
                 rm.knob("rounding", ["rmm", "fixup"], Technique.APPROXIMATION, "rmm"),
             ]
         return [
-            rm.knob("rows", [1, 2, 4], Technique.REGISTER_BLOCKING, 2),
+            rm.knob("rows", [1, 2, 4], Technique.REGISTER_BLOCKING, 2, also=(Technique.MULTI_ACCUMULATOR,)),
             rm.knob("blocks", [1, 2, 4], Technique.UNROLL, 2),
         ]
 

@@ -342,9 +342,18 @@ def make_variant(
     return Variant(family=family, knobs=dict(setting), code=code, techniques=techniques, description=description)
 
 
-def knob(name: str, values: list[KnobValue], technique: Technique, default: KnobValue) -> Knob:
-    """A Knob whose default is guaranteed to be one of its values (the first one otherwise)."""
-    return Knob(name=name, values=values, technique=technique, default=default if default in values else values[0])
+def knob(
+    name: str, values: list[KnobValue], technique: Technique, default: KnobValue, also: tuple[Technique, ...] = ()
+) -> Knob:
+    """A Knob whose default is guaranteed to be one of its values (the first one otherwise); `also` lists
+    further techniques the knob applies (an unroll that creates independent accumulators, ...)."""
+    return Knob(
+        name=name,
+        values=values,
+        technique=technique,
+        default=default if default in values else values[0],
+        also=list(also),
+    )
 
 
 def exp_degrees(rtol: float, amplification: float = 1.0) -> list[int]:
