@@ -1,9 +1,12 @@
 """The FAISS index: a persisted cache of the embeddings stored on graph nodes.
 
-It records the graph's embedding generation it reflects. When the graph has moved on it catches up with
-the nodes written since (incremental), and rebuilds from scratch when missing, unreadable, or when the
-counts disagree (nodes were deleted). Filterable attributes live beside the vectors so a filtered search
-never needs the graph.
+One shard per label (Thought, Idea, Task, Experience), so a search over one kind scans only that kind.
+Filterable attributes (isa, operator, technique, target) live beside the vectors as small integer codes, so
+a filtered search builds a bitmap in microseconds and never needs the graph.
+
+The index records the graph's embedding generation it reflects. When the graph has moved on it catches up
+with the nodes written since (incremental), and rebuilds from scratch when missing, unreadable, or when the
+counts disagree (nodes were deleted).
 """
 
 from __future__ import annotations
@@ -17,10 +20,11 @@ from pathlib import Path
 import faiss
 import numpy as np
 
-from knowledge.store import GraphStore
+from knowledge.store import EMBEDDED_LABELS, GraphStore
 
 log = logging.getLogger(__name__)
 ATTRS = ("isa", "operator", "technique", "target")
+FORMAT_VERSION = 2
 
 
 @dataclass
@@ -31,11 +35,45 @@ class VectorHit:
 
 
 @dataclass
-class _Entries:
-    labels: list[str] = field(default_factory=list)
+class _Shard:
+    """The vectors of one label, their keys and attribute codes, positions aligned with the FAISS ids."""
+
+    dim: int
+    index: faiss.IndexFlatIP = field(init=False)
     keys: list[str] = field(default_factory=list)
-    attrs: dict[str, list[str]] = field(default_factory=lambda: {a: [] for a in ATTRS})
-    vectors: list[np.ndarray] = field(default_factory=list)
+    pos: dict[str, int] = field(default_factory=dict)
+    codes: dict[str, list[int]] = field(default_factory=lambda: {a: [] for a in ATTRS})
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)  # numpy views of `codes`, rebuilt on change
+
+    def __post_init__(self) -> None:
+        self.index = faiss.IndexFlatIP(self.dim)
+
+    @property
+    def size(self) -> int:
+        return self.index.ntotal
+
+    def upsert(self, keys: list[str], vectors: np.ndarray, codes: dict[str, list[int]]) -> None:
+        flat = (
+            faiss.rev_swig_ptr(self.index.get_xb(), self.size * self.dim).reshape(-1, self.dim) if self.size else None
+        )
+        new = []
+        for i, key in enumerate(keys):
+            p = self.pos.get(key)
+            if p is None:
+                new.append(i)
+                continue
+            flat[p] = vectors[i]  # flat storage is a plain float array: replace in place
+            for a in ATTRS:
+                self.codes[a][p] = codes[a][i]
+        if new:
+            start = self.size
+            self.index.add(np.ascontiguousarray(vectors[new]))
+            for j, i in enumerate(new):
+                self.keys.append(keys[i])
+                self.pos[keys[i]] = start + j
+                for a in ATTRS:
+                    self.codes[a].append(codes[a][i])
+        self.arrays = {a: np.asarray(v, dtype=np.int32) for a, v in self.codes.items()}
 
 
 class VectorIndex:
@@ -45,20 +83,17 @@ class VectorIndex:
         self.model = model
         self.dim = dim
         self._lock = threading.Lock()
-        self._index: faiss.IndexFlatIP | None = None
+        self._shards: dict[str, _Shard] | None = None
+        self._vocab: dict[str, dict[str, int]] = {a: {"": 0} for a in ATTRS}  # attribute value -> code
         self._generation = -1
-        self._labels = np.array([], dtype=object)
-        self._keys = np.array([], dtype=object)
-        self._attrs: dict[str, np.ndarray] = {a: np.array([], dtype=object) for a in ATTRS}
-        self._pos: dict[tuple[str, str], int] = {}
 
-    @property
-    def _stem(self) -> Path:
-        return self._dir / f"faiss-{self.model.replace('/', '_')}"
+    def _path(self, suffix: str) -> Path:
+        # Model names may hold dots ("bge-small-en-v1.5"): build names, never use with_suffix.
+        return self._dir / f"faiss-{self.model.replace('/', '_')}{suffix}"
 
     @property
     def size(self) -> int:
-        return 0 if self._index is None else self._index.ntotal
+        return sum(s.size for s in (self._shards or {}).values())
 
     @property
     def generation(self) -> int:
@@ -71,13 +106,13 @@ class VectorIndex:
         with self._lock:
             graph_gen = self._store.embedding_generation()
             action = "fresh"
-            if self._index is None:
+            if self._shards is None:
                 if not self._load():
                     self._rebuild(graph_gen)
                     return "rebuilt"
                 action = "loaded"
             if self._generation != graph_gen:
-                self._catch_up(graph_gen)
+                self._catch_up(graph_gen, since=self._generation)
                 action = "updated"
             if action != "fresh" and self.size != self._store.embedded_count(self.model):
                 self._rebuild(graph_gen)  # nodes were deleted or the file predates them
@@ -86,95 +121,72 @@ class VectorIndex:
 
     def _rebuild(self, graph_gen: int) -> None:
         log.info("rebuilding FAISS index from the graph")
-        self._set(_Entries(), graph_gen, reset=True)
+        self._shards = {label: _Shard(self.dim) for label in EMBEDDED_LABELS}
+        self._vocab = {a: {"": 0} for a in ATTRS}
         self._catch_up(graph_gen, since=0)
 
-    def _catch_up(self, graph_gen: int, since: int | None = None) -> None:
-        since = self._generation if since is None else since
-        entries = _Entries()
+    def _catch_up(self, graph_gen: int, since: int) -> None:
+        assert self._shards is not None
         for page in self._store.iter_embeddings(self.model, since_generation=since):
-            for r in page:
-                if len(r["v"]) != self.dim:
-                    continue  # written by a model with another dimension under the same name: ignore
-                entries.labels.append(r["label"])
-                entries.keys.append(r["k"])
-                for a in ATTRS:
-                    entries.attrs[a].append(r.get(a) or "")
-                entries.vectors.append(np.asarray(r["v"], dtype=np.float32))
-        self._set(entries, graph_gen, reset=False)
+            rows = [r for r in page if len(r["v"]) == self.dim]  # same model name, other dimension: ignore
+            if not rows:
+                continue
+            codes = {a: [self._code(a, r.get(a)) for r in rows] for a in ATTRS}
+            vectors = np.asarray([r["v"] for r in rows], dtype=np.float32)
+            self._shards[rows[0]["label"]].upsert([r["k"] for r in rows], vectors, codes)
+        self._generation = graph_gen
         self._save()
 
-    def _set(self, e: _Entries, generation: int, reset: bool) -> None:
-        if reset or self._index is None:
-            self._index = faiss.IndexFlatIP(self.dim)
-            self._labels = np.array([], dtype=object)
-            self._keys = np.array([], dtype=object)
-            self._attrs = {a: np.array([], dtype=object) for a in ATTRS}
-            self._pos = {}
-        # Replaced vectors: rewrite in place (flat index storage is a plain float array).
-        new_rows, new_idx = [], []
-        flat = (
-            faiss.rev_swig_ptr(self._index.get_xb(), self.size * self.dim).reshape(-1, self.dim) if self.size else None
-        )
-        for i, (label, key) in enumerate(zip(e.labels, e.keys, strict=True)):
-            pos = self._pos.get((label, key))
-            if pos is not None and flat is not None:
-                flat[pos] = e.vectors[i]
-                for a in ATTRS:
-                    self._attrs[a][pos] = e.attrs[a][i]
-            else:
-                new_idx.append(i)
-                new_rows.append(e.vectors[i])
-        if new_rows:
-            start = self.size
-            self._index.add(np.stack(new_rows))
-            self._labels = np.concatenate([self._labels, np.array([e.labels[i] for i in new_idx], dtype=object)])
-            self._keys = np.concatenate([self._keys, np.array([e.keys[i] for i in new_idx], dtype=object)])
-            for a in ATTRS:
-                self._attrs[a] = np.concatenate(
-                    [self._attrs[a], np.array([e.attrs[a][i] for i in new_idx], dtype=object)]
-                )
-            for j, i in enumerate(new_idx):
-                self._pos[(e.labels[i], e.keys[i])] = start + j
-        self._generation = generation
+    def _code(self, attr: str, value: str | None) -> int:
+        vocab = self._vocab[attr]
+        return vocab.setdefault(value or "", len(vocab))
 
     # -- persistence -------------------------------------------------------------------------------------
 
     def _save(self) -> None:
+        assert self._shards is not None
         self._dir.mkdir(parents=True, exist_ok=True)
-        tmp = self._stem.with_suffix(".tmp")
-        faiss.write_index(self._index, str(tmp))
         meta = {
+            "format": FORMAT_VERSION,
             "model": self.model,
             "dim": self.dim,
             "generation": self._generation,
-            "labels": self._labels.tolist(),
-            "keys": self._keys.tolist(),
-            "attrs": {a: v.tolist() for a, v in self._attrs.items()},
+            "vocab": self._vocab,
+            "shards": {label: {"keys": s.keys, "codes": s.codes} for label, s in self._shards.items()},
         }
-        tmp_meta = self._stem.with_suffix(".json.tmp")
+        for label, shard in self._shards.items():
+            tmp = self._path(f".{label}.tmp")
+            faiss.write_index(shard.index, str(tmp))
+            tmp.replace(self._path(f".{label}.faiss"))
+        tmp_meta = self._path(".json.tmp")
         tmp_meta.write_text(json.dumps(meta))
-        tmp.replace(self._stem.with_suffix(".faiss"))
-        tmp_meta.replace(self._stem.with_suffix(".json"))
+        tmp_meta.replace(self._path(".json"))  # written last: a reader never sees a half save
 
     def _load(self) -> bool:
-        idx_path, meta_path = self._stem.with_suffix(".faiss"), self._stem.with_suffix(".json")
-        if not (idx_path.exists() and meta_path.exists()):
+        meta_path = self._path(".json")
+        if not meta_path.exists():
             return False
         try:
-            index = faiss.read_index(str(idx_path))
             meta = json.loads(meta_path.read_text())
-            if meta["dim"] != self.dim or index.ntotal != len(meta["keys"]):
+            if meta.get("format") != FORMAT_VERSION or meta["dim"] != self.dim:
                 return False
+            shards = {}
+            for label, saved in meta["shards"].items():
+                shard = _Shard(self.dim)
+                shard.index = faiss.read_index(str(self._path(f".{label}.faiss")))
+                if shard.index.ntotal != len(saved["keys"]):
+                    return False
+                shard.keys = saved["keys"]
+                shard.pos = {k: i for i, k in enumerate(shard.keys)}
+                shard.codes = saved["codes"]
+                shard.arrays = {a: np.asarray(v, dtype=np.int32) for a, v in shard.codes.items()}
+                shards[label] = shard
         except (RuntimeError, ValueError, KeyError, OSError) as err:
-            log.warning("FAISS index at %s unreadable (%s): rebuilding", idx_path, err)
+            log.warning("FAISS index at %s unreadable (%s): rebuilding", meta_path, err)
             return False
-        self._index = index
+        self._shards = shards
+        self._vocab = meta["vocab"]
         self._generation = meta["generation"]
-        self._labels = np.array(meta["labels"], dtype=object)
-        self._keys = np.array(meta["keys"], dtype=object)
-        self._attrs = {a: np.array(meta["attrs"][a], dtype=object) for a in ATTRS}
-        self._pos = {(lb, k): i for i, (lb, k) in enumerate(zip(meta["labels"], meta["keys"], strict=True))}
         return True
 
     # -- search ------------------------------------------------------------------------------------------
@@ -182,29 +194,31 @@ class VectorIndex:
     def search(
         self, vector: np.ndarray, k: int, labels: set[str] | None = None, where: dict[str, str] | None = None
     ) -> list[VectorHit]:
-        """Top-k by cosine; `labels` and `where` (attribute equality) filter before ranking."""
-        if self._index is None or self.size == 0:
-            return []
+        """Top-k by cosine over the given labels; `where` (attribute equality) filters before ranking."""
         q = np.asarray(vector, dtype=np.float32).reshape(1, -1)
-        mask = self._mask(labels, where)
-        if mask is None:
-            scores, ids = self._index.search(q, min(k, self.size))
-            return [self._hit(int(i), float(s)) for s, i in zip(scores[0], ids[0], strict=True) if i >= 0]
-        candidates = np.flatnonzero(mask)
-        if len(candidates) == 0:
-            return []
-        sel = faiss.SearchParameters(sel=faiss.IDSelectorBatch(candidates.astype(np.int64)))
-        scores, ids = self._index.search(q, min(k, len(candidates)), params=sel)
-        return [self._hit(int(i), float(s)) for s, i in zip(scores[0], ids[0], strict=True) if i >= 0]
+        hits: list[VectorHit] = []
+        for label, shard in (self._shards or {}).items():
+            if (labels and label not in labels) or shard.size == 0:
+                continue
+            hits += self._search_shard(label, shard, q, k, where or {})
+        hits.sort(key=lambda h: h.score, reverse=True)
+        return hits[:k]
 
-    def _mask(self, labels: set[str] | None, where: dict[str, str] | None) -> np.ndarray | None:
+    def _search_shard(self, label: str, shard: _Shard, q: np.ndarray, k: int, where: dict[str, str]) -> list[VectorHit]:
         mask = None
-        if labels:
-            mask = np.isin(self._labels, list(labels))
-        for attr, value in (where or {}).items():
-            m = self._attrs[attr] == value
+        for attr, value in where.items():
+            code = self._vocab[attr].get(value)
+            if code is None:
+                return []  # a value no node has
+            m = shard.arrays[attr] == code
             mask = m if mask is None else mask & m
-        return mask
-
-    def _hit(self, i: int, score: float) -> VectorHit:
-        return VectorHit(self._labels[i], self._keys[i], score)
+        if mask is None:
+            scores, ids = shard.index.search(q, min(k, shard.size))
+        else:
+            n = int(mask.sum())
+            if n == 0:
+                return []
+            bitmap = np.packbits(mask, bitorder="little")
+            params = faiss.SearchParameters(sel=faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bitmap)))
+            scores, ids = shard.index.search(q, min(k, n), params=params)
+        return [VectorHit(label, shard.keys[i], float(s)) for s, i in zip(scores[0], ids[0], strict=True) if i >= 0]
