@@ -153,9 +153,14 @@ class Optimizer:
     def outcome(self, run_id: str, seconds: float = 0.0) -> RunOutcome:
         run = self.get_run(run_id)
         best = self.c.store.get_node(Experience, run.best_experience_id) if run.best_experience_id else None
-        history = self._history(run_id)
+        history, evaluated = self._history(run_id)
         out = RunOutcome(
-            run=run, best=best, history=history, seconds=seconds, lineage=lineage(self.c.store, best.id) if best else []
+            run=run,
+            best=best,
+            history=history,
+            evaluated=evaluated,
+            seconds=seconds,
+            lineage=lineage(self.c.store, best.id) if best else [],
         )
         out.artifacts = write_artifacts(self.settings.home / "runs" / run_id, out)
         return out
@@ -413,16 +418,19 @@ class Optimizer:
             **kw,
         )  # type: ignore[arg-type]
 
-    def _history(self, run_id: str) -> list[float | None]:
+    def _history(self, run_id: str) -> tuple[list[float | None], list[float | None]]:
+        """Best speedup after each evaluation, and each evaluation's own speedup (None when it failed)."""
         rows = self.c.store.read(
             "MATCH (x:Experience {run_id: $run}) RETURN x.speedup AS s, x.status AS st ORDER BY x.step", run=run_id
         )
-        best, out = None, []
+        best, history, evaluated = None, [], []
         for r in rows:
-            if r["st"] == "ok" and r["s"] and r["s"] > (best or 0):
-                best = r["s"]
-            out.append(best)
-        return out
+            s = r["s"] if r["st"] == "ok" else None
+            if s and s > (best or 0):
+                best = s
+            history.append(best)
+            evaluated.append(s)
+        return history, evaluated
 
 
 def _stagnant(history: list[float | None], patience: int) -> bool:

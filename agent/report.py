@@ -61,6 +61,12 @@ def _plot(path: Path, outcome: RunOutcome) -> Path:
     ys = [h or 0.0 for h in outcome.history]
     fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=110)
     ax.step(xs, ys, where="post", color="#1f6feb", linewidth=2, label="best so far")
+    ok = [(x, s) for x, s in zip(xs, outcome.evaluated, strict=False) if s]
+    failed = [x for x, s in zip(xs, outcome.evaluated, strict=False) if not s]
+    if ok:
+        ax.scatter(*zip(*ok, strict=True), s=18, color="#2da44e", zorder=3, label="correct candidate")
+    if failed:
+        ax.scatter(failed, [0.0] * len(failed), marker="x", s=22, color="#cf222e", zorder=3, label="failed candidate")
     ax.axhline(1.0, color="#888", linestyle="--", linewidth=1, label="baseline (clang -O3)")
     ax.set_xlabel("evaluations")
     ax.set_ylabel("speedup over baseline")

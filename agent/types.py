@@ -42,5 +42,6 @@ class RunOutcome(BaseModel):
     best: Experience | None = None
     lineage: list[dict[str, Any]] = []  # ideas/thoughts/commits behind the best kernel, root first
     history: list[float | None] = []  # best speedup after each evaluation
+    evaluated: list[float | None] = []  # each evaluation's own speedup (None: failed)
     artifacts: dict[str, str] = {}  # code, plot, report -> paths
     seconds: float = 0.0

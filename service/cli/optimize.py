@@ -103,10 +103,12 @@ def _execute(opt, run_id: str, budget: int, quiet: bool) -> RunOutcome:
             live.update(progress.table())
 
         try:
-            return opt.execute(run_id, on_event=on_event, cancel=cancel)
+            outcome = opt.execute(run_id, on_event=on_event, cancel=cancel)
         except KeyboardInterrupt:
             cancel.set()
             raise
+    console.print()
+    return outcome
 
 
 def _outcome_json(o: RunOutcome) -> dict:
