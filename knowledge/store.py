@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
@@ -10,7 +11,7 @@ from typing import Any, TypeVar
 import neo4j
 import numpy as np
 from neo4j import GraphDatabase
-from neo4j.exceptions import AuthError, ClientError, Neo4jError, ServiceUnavailable, SessionExpired
+from neo4j.exceptions import AuthError, ClientError, Neo4jError, ServiceUnavailable, SessionExpired, TransientError
 
 from core.errors import InvalidInput, Unavailable
 from core.settings import Settings
@@ -127,9 +128,8 @@ class GraphStore:
         for step in load_migrations():
             if step.version in done:
                 continue
-            with self._driver.session(database=self.database) as s:
-                for stmt in step.statements:
-                    s.run(stmt).consume()  # schema commands need auto-commit transactions
+            for stmt in step.statements:
+                self._schema_command(stmt)
             self.write(
                 "MERGE (m:Migration {version: $v}) SET m.title = $t, m.applied_at = datetime()",
                 v=step.version,
@@ -140,6 +140,19 @@ class GraphStore:
             log.info("applied schema migrations %s", applied)
             self._await_indexes()
         return applied
+
+    def _schema_command(self, stmt: str, attempts: int = 5) -> None:
+        """Run one idempotent schema statement; retried because on a brand-new database background index
+        population can deadlock with constraint creation (a transient error)."""
+        for attempt in range(attempts):
+            try:
+                with self._driver.session(database=self.database) as s:
+                    s.run(stmt).consume()  # schema commands need auto-commit transactions
+                return
+            except TransientError:
+                if attempt == attempts - 1:
+                    raise
+                time.sleep(0.5 * (attempt + 1))
 
     def _await_indexes(self, timeout_s: float = 120.0) -> None:
         with self._driver.session(database=self.database) as s:

@@ -19,7 +19,7 @@ app = typer.Typer(
     add_completion=False,
 )
 console = Console()
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)  # an error stays one line when piped
 
 JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables.")
 
