@@ -10,7 +10,7 @@ APT_PACKAGES=(
   openssh-server openssh-client                            # the ssh runner and its local stand-in board
   chromium chromium-driver                                 # the web page test
   openjdk-17-jdk-headless maven                            # the local Neo4j
-  git util-linux
+  git util-linux procps coreutils libc6-dev
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
