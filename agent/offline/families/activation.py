@@ -64,10 +64,12 @@ class ActivationFamily:
     def knobs(self, task: KernelTask, target: TargetProfile) -> list[Knob]:
         kind = activation_kind(task) or "exp"
         rtol = max(task.tolerance.rtol, 1e-7)
+        # Defaults from the modeled-X60 sweep (scripts/bench_offline_nn.py): the longer the function, the
+        # more registers each chain needs, so exact GELU prefers LMUL 1 and tanh-GELU two chains.
         out = [
-            rm.knob("lmul", [1, 2, 4, 8], Technique.VECTOR_LENGTH, 2),
-            rm.knob("unroll", [1, 2, 4, 8], Technique.UNROLL, 4),
-            rm.knob("exp_degree", rm.exp_degrees(rtol), Technique.APPROXIMATION, 4),
+            rm.knob("lmul", [1, 2, 4, 8], Technique.VECTOR_LENGTH, 1 if kind == "gelu_erf" else 2),
+            rm.knob("unroll", [1, 2, 4, 8], Technique.UNROLL, 2 if kind == "gelu_tanh" else 4),
+            rm.knob("exp_degree", rm.exp_degrees(rtol), Technique.APPROXIMATION, 5 if kind == "gelu_erf" else 4),
         ]
         if kind != "exp":
             out.append(rm.knob("recip", list(rm.RECIP_MODES), Technique.APPROXIMATION, "nr2"))

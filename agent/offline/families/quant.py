@@ -103,8 +103,10 @@ class QuantFamily:
             ]
         if kind in ("q8_0_dequant", "q4_0_dequant"):
             return [
-                rm.knob("unroll", [1, 2, 4, 8], Technique.UNROLL, 8 if kind == "q8_0_dequant" else 4),
-                rm.knob("widening", ["sext4", "wcvt"], Technique.WIDENING, "sext4"),
+                rm.knob("unroll", [1, 2, 4, 8], Technique.UNROLL, 8),
+                rm.knob(
+                    "widening", ["sext4", "wcvt"], Technique.WIDENING, "sext4" if kind == "q8_0_dequant" else "wcvt"
+                ),
             ]
         if kind == "q8_0_quantize":
             tree = ["tree", "direct"] if rm.lmul_ratio(rm.fit_lmul(32, 32, target.vlen)) >= 2 else ["direct"]

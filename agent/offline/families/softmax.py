@@ -63,7 +63,7 @@ class SoftmaxFamily:
         fusions = ["store", "recompute", "online"] if kind == "softmax" else ["three_pass", "online"]
         return [
             rm.knob("lmul", [1, 2, 4, 8], Technique.VECTOR_LENGTH, 2),
-            rm.knob("unroll", [1, 2, 4], Technique.UNROLL, 4, also=(Technique.MULTI_ACCUMULATOR,)),
+            rm.knob("unroll", [1, 2, 4], Technique.UNROLL, 2, also=(Technique.MULTI_ACCUMULATOR,)),
             rm.knob("exp_degree", rm.exp_degrees(max(task.tolerance.rtol, 1e-7), 2.0), Technique.APPROXIMATION, 4),
             rm.knob("fusion", fusions, Technique.FUSION, fusions[0]),
             rm.knob("reduction", ["once", "per_chunk"], Technique.REDUCTION, "once"),
