@@ -9,7 +9,7 @@ Error bounds (relative, f32 evaluation, measured by `approximation_error` and ch
 exp(x)   x is clamped to [-87.33, 88.72] (so 2^n stays a normal number: n >= -126 implies r >= 0, and
          n = 128 implies r < 0), n = round(x*log2(e)) through the 1.5*2^23 shifter (one FMA; the low
          mantissa bits of the shifted value are n, so `bits << 23` is n in the exponent field),
-         r = x - n*ln2 in two steps (ln2 split into a 16-bit head, exact in n*head, and a tail), and
+         r = x - n*ln2 in two steps (ln2 split into a short head, exact in n*head, and a tail), and
          e^r on [-ln2/2, ln2/2] by a polynomial fitted as a discrete minimax of the relative error
          (LP over 3001 points). `EXP_ERROR[d]` is the bound of degree d including f32 rounding.
          The result is 2^n * p(r), formed by adding n << 23 to the bits of p(r).
@@ -22,6 +22,14 @@ Phi(x)   the normal CDF, for exact GELU x*Phi(x). With h = Phi(-|x|) = 0.5*e^(-x
          Phi = 1 - h for x >= 0 and h for x < 0: no cancellation on either side. erfcx(z) (smooth,
          1 at 0, ~1/(z sqrt(pi)) at infinity) is a polynomial in t = 1/(1 + z/2), fitted as a minimax of
          the relative error on z in [0, 9.5] (beyond, e^(-z^2) underflows). `ERFCX_ERROR[d]` bounds it.
+
+The minimax fits were made once, offline, as linear programs (minimize t subject to |w(x)(p(x) - f(x))|
+<= t on the grid; scipy's HiGHS), the coefficients rounded to f32; `approximation_error` re-measures
+the rounded polynomials with numpy, so the bounds above are checked, not just quoted.
+
+Also here: fp16 scalar helpers (Zfh conversion, exact bit-level fallback without it), and what every
+family shares: knob resolution with clear errors, Variant construction, signature / element-count
+checks used for detection, register-type naming from SEW/LMUL/VLEN, and the elementwise vector loop.
 """
 
 from __future__ import annotations
