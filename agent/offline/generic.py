@@ -405,7 +405,9 @@ class GenericFamily:
             Knob(name="fast_math", values=fast, technique=Technique.REDUCTION,
                  default="reassoc" if len(fast) > 1 else "off", also=[Technique.MULTI_ACCUMULATOR]),
             Knob(name="interleave", values=[0, 2, 4, 8], technique=Technique.MULTI_ACCUMULATOR, default=0),
-            Knob(name="unroll", values=[1, 2, 4, 8], technique=Technique.UNROLL, default=1),
+            # unroll_count(4) on innermost loops: never worse on the generic-only tasks of the suite on the
+            # modeled X60, up to 2.6x on scalar loops (prefix_scan); scripts/bench_offline_space.py
+            Knob(name="unroll", values=[1, 2, 4, 8], technique=Technique.UNROLL, default=4),
             Knob(name="fp_contract", values=["on", "fast"], technique=Technique.FUSION, default="on"),
             Knob(name="prefetch", values=[0, 128, 256, 512], technique=Technique.PREFETCH, default=0),
         ]  # fmt: skip
