@@ -7,12 +7,14 @@
 - correctness on k1-x60 (qemu, all sizes of each task, tails included): the default and one far value
   of every knob; on k3-a100 (VLEN 1024) the defaults;
 - timing (X60 cost model): every default beats the baseline, and the choices the knobs encode hold
-  (accumulate then reduce once, reciprocal estimate over vfrdiv, vector accumulation of block sums).
+  (accumulate then reduce once, reciprocal estimate over vfrdiv, vector accumulation of block sums);
+- (slow) four random knob combinations per task are correct.
 Evaluations run two at a time in session fixtures; each case then gets its own test result.
 """
 
 from __future__ import annotations
 
+import random
 import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
@@ -288,3 +290,23 @@ def test_the_default_choice_beats_its_alternative(timings: dict, name: str) -> N
     fast_r, slow_r = timings[task][0], timings[f"slow:{name}"][0]
     assert fast_r.candidate_cycles and slow_r.candidate_cycles, (fast_r.feedback, slow_r.feedback)
     assert slow_r.candidate_cycles > 1.2 * fast_r.candidate_cycles, f"{name}: {slow} is not slower"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", COVERED, ids=[t.name for t in COVERED])
+def test_random_knob_combinations_are_correct(task: KernelTask, tmp_path_factory: pytest.TempPathFactory) -> None:
+    fam = _family(EXPECTED[task.name])
+    knobs = fam.knobs(task, X60)
+    valid = getattr(fam, "valid", None)
+    rng = random.Random(task.name)
+    cases: dict[str, Variant] = {}
+    for _ in range(100):
+        setting = {k.name: rng.choice(k.values) for k in knobs}
+        if valid is None or valid(task, X60, setting):
+            v = fam.render(task, X60, setting)
+            cases.setdefault(v.key, v)
+        if len(cases) == 4:
+            break
+    results = _run(_evaluator(tmp_path_factory), [(k, task, X60, v) for k, v in cases.items()], timing=False)
+    for key, (r, v) in results.items():
+        assert r.status == EvalStatus.OK, f"{key}: {_explain(r, v)}"
