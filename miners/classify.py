@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import accumulate
+from operator import add
 
 from knowledge.taxonomy import Isa, Operator, Technique
 from miners.gitwalk import FileChange, RawCommit
@@ -389,44 +392,47 @@ TECHNIQUE_MSG: dict[Technique, re.Pattern[str]] = {
     ),
 }
 # Token-level patterns: matched against the distinct identifier/mnemonic tokens of the added code.
+# A leading `\w*` is anchored with `\b`: the same matches (a word run containing the keyword), but the
+# regex engine no longer retries from every character of every token, which made these the hot spot.
 TECHNIQUE_CODE: dict[Technique, re.Pattern[str]] = {
-    Technique.PREFETCH: re.compile(r"\w*prefetch\w*|\bprfm\b|\bdcbt\b|\bpld\b|\bPREFETCH\w*", re.I),
+    Technique.PREFETCH: re.compile(r"\b\w*prefetch\w*|\bprfm\b|\bdcbt\b|\bpld\b|\bPREFETCH\w*", re.I),
     Technique.WIDENING: re.compile(
-        r"\w*(?:vwmacc|vwmul|vwredsum|vqmacc|_maddubs|_madd_epi16|_dpbus|vdotq_|vmlal|vmull|smmla|ummla|usdot|"
+        r"\b\w*(?:vwmacc|vwmul|vwredsum|vqmacc|_maddubs|_madd_epi16|_dpbus|vdotq_|vmlal|vmull|smmla|ummla|usdot|"
         r"__lsx_vmulw|__lasx_xvmulw|vec_msum)\w*"
     ),
     Technique.REDUCTION: re.compile(
-        r"\w*(?:v(?:f)?red(?:u|o)?sum|vfredmax|_hadd_|vaddvq|vpaddq|svaddv|hsum|_reduce_)\w*"
+        r"\b\w*(?:v(?:f)?red(?:u|o)?sum|vfredmax|_hadd_|vaddvq|vpaddq|svaddv|hsum|_reduce_)\w*"
     ),
     Technique.FUSION: re.compile(
-        r"\w*(?:vfmacc|vfmadd|vfnmsac|_fmadd|_fnmadd|vfmaq|vmlaq_f|svmla|xvfmadd|vfmadd)\w*|\bvec_madd\b|\bfmla\b"
+        r"\b\w*(?:vfmacc|vfmadd|vfnmsac|_fmadd|_fnmadd|vfmaq|vmlaq_f|svmla|xvfmadd|vfmadd)\w*|\bvec_madd\b|\bfmla\b"
     ),
     Technique.TAIL_HANDLING: re.compile(
-        r"_mm512_mask\w*|_mm\d*_mask(?:load|store)\w*|svwhilelt\w*|\w+_tail\b|\btail_\w*|\bremainder\b"
+        r"_mm512_mask\w*|_mm\d*_mask(?:load|store)\w*|svwhilelt\w*|\b\w+_tail\b|\btail_\w*|\bremainder\b"
     ),
     Technique.ALIGNMENT: re.compile(r"\baligned\b|\balignas\b|_mm_malloc|posix_memalign|__builtin_assume_aligned"),
     Technique.THREADING: re.compile(
         r"\bomp\b|\bomp_\w+|pthread_create|num_threads|nthreads|blas_thread\w*|GEMM_MULTITHREAD\w*"
     ),
-    Technique.PACKING: re.compile(r"\bpack_?[ab]\b|\w*repack\w*|\w+_[nt]copy\w*|\bpacked\b|\w*interleave\w*"),
+    Technique.PACKING: re.compile(r"\bpack_?[ab]\b|\b\w*repack\w*|\b\w+_[nt]copy\w*|\bpacked\b|\b\w*interleave\w*"),
     Technique.REGISTER_BLOCKING: re.compile(
-        r"GEMM_DEFAULT_(?:UNROLL_[MN]|P|Q|R)\b|\w+_kernel_\d+x\d+\w*|\bMR\b|\bNR\b|\bTILE_[MNK]\b|\bblock_?size\b"
+        r"GEMM_DEFAULT_(?:UNROLL_[MN]|P|Q|R)\b|\b\w+_kernel_\d+x\d+\w*|\bMR\b|\bNR\b|\bTILE_[MNK]\b|\bblock_?size\b"
     ),
     Technique.MEMORY_ACCESS: re.compile(r"_mm\d*_stream_\w+|\bvlse\d+\w*|\bvsse\d+\w*|__builtin_nontemporal\w*"),
-    Technique.APPROXIMATION: re.compile(r"\bpoly\w*|\blookup\w*|\w+_table\b|\bcoeffs?\b|\bln2\w*|\blog2e\b"),
+    Technique.APPROXIMATION: re.compile(r"\bpoly\w*|\blookup\w*|\b\w+_table\b|\bcoeffs?\b|\bln2\w*|\blog2e\b"),
 }
 
 
 @dataclass(frozen=True, slots=True)
 class DiffStats:
-    added: str  # added lines joined
+    added: str  # added lines joined (capped at ANALYSIS_CAP characters)
     removed: str
     added_tokens: Counter[str]  # identifier-like tokens (asm mnemonics keep their dots) -> occurrences
     removed_tokens: Counter[str]
-    hunks: list[tuple[str, str]]  # (file, hunk text) in order
     # Signals are matched against the distinct tokens, not megabytes of code: many times faster.
     added_vocab: str = ""
     removed_vocab: str = ""
+    added_intrinsics: int = 0  # SIMD intrinsic / vector-assembly tokens, counted once here
+    removed_intrinsics: int = 0
 
     def count(self, rx: re.Pattern[str], added: bool = True) -> int:
         """Occurrences of tokens matching `rx` (a token-level pattern)."""
@@ -434,64 +440,80 @@ class DiffStats:
         return sum(tokens.get(m, 1) for m in rx.findall(self.added_vocab if added else self.removed_vocab))
 
     def intrinsics(self, added: bool = True) -> int:
-        return self.count(_INTRINSIC_RX, added)
+        return self.added_intrinsics if added else self.removed_intrinsics
 
 
 ANALYSIS_CAP = 24_000  # characters of added (and removed) code the regex signals look at
+_FILE_SPLIT_RX = re.compile(r"^diff --git ", re.M)
+# A changed line: '+'/'-' but not the '+++ '/'--- ' file headers (a content line that looks like one is
+# skipped too, as the header test cannot tell them apart).
+_ADDED_RX = re.compile(r"^\+(?!\+\+ )(.*)", re.M)
+_REMOVED_RX = re.compile(r"^-(?!-- )(.*)", re.M)
+
+
+def _file_sections(patch: str, keep_file: Callable[[str], bool] | None) -> list[tuple[str, str]]:
+    """(file, section text) per `diff --git` header, in order; files failing `keep_file` dropped."""
+    out: list[tuple[str, str]] = []
+    for section in _FILE_SPLIT_RX.split(patch)[1:]:
+        header, _, body = section.partition("\n")
+        path = header.rsplit(" b/", 1)[-1]
+        if keep_file is None or keep_file(path):
+            out.append((path, body))
+    return out
+
+
+def _capped(lines: list[str], budget: int) -> tuple[list[str], int]:
+    """Take lines while fewer than `budget` characters (each line plus its marker) were taken."""
+    # used[i] = characters taken before line i; prefix sums in C instead of a Python loop per line.
+    used = list(map(add, accumulate(map(len, lines), initial=0), range(len(lines) + 1)))
+    n = bisect_left(used, budget)  # lines 0..n-1 start below the budget
+    n = min(n, len(lines))
+    return lines[:n], budget - used[n]
 
 
 def diff_stats(patch: str, keep_file: Callable[[str], bool] | None = None) -> DiffStats:
-    """Split a unified diff into added/removed code and hunks; files failing `keep_file` are ignored.
+    """Split a unified diff into added/removed code; files failing `keep_file` are ignored.
 
     The code texts are capped: a 3000-line new kernel shows its signals in its first few hundred lines,
-    and regexes over megabytes of generated code would dominate the run time.
+    and regexes over megabytes of generated code would dominate the run time. Lines are found with one
+    regex scan per file (C speed), not a Python loop over every line of the patch.
     """
     added: list[str] = []
     removed: list[str] = []
-    hunks: list[tuple[str, str]] = []
-    current_file = ""
-    keep = True
-    hunk: list[str] = []
-    n_added = n_removed = 0
-
-    def flush() -> None:
-        if hunk and current_file and keep:
-            hunks.append((current_file, "\n".join(hunk)))
-        hunk.clear()
-
-    for line in patch.split("\n"):
-        head = line[:1]
-        if head == "d" and line.startswith("diff --git "):
-            flush()
-            current_file = line.rsplit(" b/", 1)[-1]
-            keep = keep_file is None or keep_file(current_file)
-            continue
-        if not keep:
-            continue
-        if head == "@":
-            flush()
-            hunk.append(line)
-            continue
-        if head == "+":
-            if line.startswith("+++ "):
-                continue
-            if n_added < ANALYSIS_CAP:
-                added.append(line[1:])
-                n_added += len(line)
-        elif head == "-":
-            if line.startswith("--- "):
-                continue
-            if n_removed < ANALYSIS_CAP:
-                removed.append(line[1:])
-                n_removed += len(line)
-        elif head != " ":
-            continue
-        if hunk and len(hunk) < 400:
-            hunk.append(line)
-    flush()
+    add_budget = rem_budget = ANALYSIS_CAP
+    for _, body in _file_sections(patch, keep_file):
+        if add_budget > 0:
+            got, add_budget = _capped(_ADDED_RX.findall(body), add_budget)
+            added += got
+        if rem_budget > 0:
+            got, rem_budget = _capped(_REMOVED_RX.findall(body), rem_budget)
+            removed += got
+        if add_budget <= 0 and rem_budget <= 0:
+            break
     a, r = "\n".join(added), "\n".join(removed)
     at, rt = Counter(_TOKEN_RX.findall(a)), Counter(_TOKEN_RX.findall(r))
-    return DiffStats(a, r, at, rt, hunks, " ".join(at), " ".join(rt))
+    av, rv = " ".join(at), " ".join(rt)
+    ai = sum(at.get(m, 1) for m in _INTRINSIC_RX.findall(av))
+    ri = sum(rt.get(m, 1) for m in _INTRINSIC_RX.findall(rv))
+    return DiffStats(a, r, at, rt, av, rv, ai, ri)
+
+
+HUNK_MAX_LINES = 400
+
+
+def diff_hunks(patch: str, keep_file: Callable[[str], bool] | None = None) -> list[tuple[str, str]]:
+    """(file, hunk text) in order, each hunk at most HUNK_MAX_LINES lines: the distiller's example source."""
+    hunks: list[tuple[str, str]] = []
+    for path, body in _file_sections(patch, keep_file):
+        for chunk in ("\n" + body).split("\n@")[1:]:
+            lines = ("@" + chunk).split("\n")
+            kept = [lines[0]] + [ln for ln in lines[1:] if ln[:1] in ("+", "-", " ") and not _is_header(ln)]
+            hunks.append((path, "\n".join(kept[:HUNK_MAX_LINES])))
+    return hunks
+
+
+def _is_header(line: str) -> bool:
+    return line.startswith(("+++ ", "--- "))
 
 
 def detect_techniques(message: str, diff: DiffStats, paths: list[str]) -> tuple[list[Technique], list[str]]:
@@ -500,8 +522,8 @@ def detect_techniques(message: str, diff: DiffStats, paths: list[str]) -> tuple[
     for tech, rx in TECHNIQUE_MSG.items():
         if m := rx.search(message):
             found.setdefault(tech, f"message says {m.group(0)!r}")
-    new_intr = diff.intrinsics() - diff.intrinsics(added=False)
-    if new_intr >= 8 and diff.intrinsics(added=False) <= new_intr // 3:
+    new_intr = diff.added_intrinsics - diff.removed_intrinsics
+    if new_intr >= 8 and diff.removed_intrinsics <= new_intr // 3:
         found.setdefault(Technique.VECTORIZE, f"adds {new_intr} SIMD intrinsic calls")
     lmul_added = {m for g in _LMUL_RX.findall(diff.added_vocab) for m in g if m}
     lmul_removed = {m for g in _LMUL_RX.findall(diff.removed_vocab) for m in g if m}
@@ -587,7 +609,7 @@ class Triage:
     candidate: bool
     kinds: dict[str, str]  # path -> file kind
     patch_paths: list[str]  # source files worth reading (not vendored, not binary, not huge)
-    whole: bool  # every changed file is in patch_paths
+    avoid_paths: list[str]  # source files too big to read (generated tables, vendored drops)
     meta: MetaSignals
 
 
@@ -670,12 +692,11 @@ def triage(c: RawCommit, profile: LibraryProfile, max_file_lines: int) -> Triage
     kinds = {f.path: file_kind(f.path, profile) for f in c.files}
     meta = metadata_signals(c, kinds)
     if meta.final or meta.score + MAX_DIFF_BONUS < THRESHOLD:
-        return Triage(False, kinds, [], False, meta)
+        return Triage(False, kinds, [], [], meta)
     by_path = {f.path: f for f in c.files}
+    huge = [p for p in meta.code_paths if _lines(by_path[p]) > max_file_lines]
     wanted = [p for p in meta.code_paths if not by_path[p].binary and _lines(by_path[p]) <= max_file_lines]
-    # One shared batch process unless a huge file would have to be read: then `git show sha -- wanted`.
-    whole = all(_lines(f) <= max_file_lines for f in c.files) and sum(map(_lines, c.files)) <= 4 * max_file_lines
-    return Triage(True, kinds, wanted, whole, meta)
+    return Triage(True, kinds, wanted, huge, meta)
 
 
 def classify(c: RawCommit, profile: LibraryProfile, tri: Triage, patch: str) -> Classification:
@@ -693,7 +714,7 @@ def classify(c: RawCommit, profile: LibraryProfile, tri: Triage, patch: str) -> 
 
     code_set = set(meta.code_paths)
     diff = diff_stats(patch, code_set.__contains__)
-    net_intr = diff.intrinsics() - diff.intrinsics(added=False)
+    net_intr = diff.added_intrinsics - diff.removed_intrinsics
     if net_intr >= 8:
         add(1.0, f"adds {net_intr} SIMD intrinsic calls")
     techniques, tech_reasons = detect_techniques(c.message, diff, meta.code_paths)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from knowledge.taxonomy import ISA_FAMILY, TECHNIQUE_DESCRIPTIONS, Isa, Operator, Technique
-from miners.classify import TECHNIQUE_CODE, Classification, diff_stats, geometric_mean
+from miners.classify import TECHNIQUE_CODE, Classification, diff_hunks, geometric_mean
 
 EXAMPLE_MAX_LINES = 40
 FAMILY_NAMES = {
@@ -111,6 +111,13 @@ class Evidence:
     classification: Classification
     patch: str = ""
     insight: str | None = None  # the LLM's one-paragraph lesson, when --llm
+    _hunks: list[tuple[str, str]] | None = None
+
+    def hunks(self) -> list[tuple[str, str]]:
+        """The patch's hunks, split once: every thought this commit evidences looks at them."""
+        if self._hunks is None:
+            self._hunks = diff_hunks(self.patch)
+        return self._hunks
 
 
 @dataclass(slots=True)
@@ -127,6 +134,7 @@ class ThoughtDraft:
     evidence: list[str]
     claims: list[float]
     merged_from: list[str] = field(default_factory=list)
+    source: str = "mined"  # mined | llm (an LLM lesson is in the text) | whatever a graph thought had
 
     @property
     def prior_speedup(self) -> float | None:
@@ -180,6 +188,7 @@ def build_thoughts(evidence: Sequence[Evidence]) -> dict[str, ThoughtDraft]:
             identifiers=idents,
             evidence=sorted({e.sha for e in evs}),
             claims=claims,
+            source="llm" if any(e.insight for e in evs) else "mined",
         )
     return out
 
@@ -216,6 +225,12 @@ def describe(tech: Technique, op: Operator, fam: str, evs: Sequence[Evidence]) -
     return " ".join(lines)
 
 
+_EXAMPLE_INTRINSIC_RX = re.compile(r"__riscv_\w+|_mm\d*_\w+|\bv\w+q_\w+|\bsv\w+_[suf]\d+|__l[a]?sx_\w+|vec_\w+")
+_EXAMPLE_IDENT_RX = re.compile(
+    r"\b(?:__riscv_\w+|_mm\d*_\w+|v\w+q_[suf]\d+\w*|sv\w+_[suf]\d+\w*|__l[a]?sx_\w+|vec_\w+|v[a-z]+\d*_v[vxf]\w*)\b"
+)
+
+
 def pick_example(tech: Technique, evs: Sequence[Evidence]) -> tuple[str, str]:
     """A trimmed before/after hunk from the best evidence, preferring hunks that show the technique."""
     rx = TECHNIQUE_CODE.get(tech)
@@ -223,13 +238,13 @@ def pick_example(tech: Technique, evs: Sequence[Evidence]) -> tuple[str, str]:
     for e in evs[:8]:
         if not e.patch:
             continue
-        for path, hunk in diff_stats(e.patch).hunks:
+        for path, hunk in e.hunks():
             changed = [ln for ln in hunk.split("\n") if ln[:1] in "+-"]
             if not changed:
                 continue
             text = "\n".join(changed)
             hits = len(rx.findall(text)) if rx else 0
-            intr = len(re.findall(r"__riscv_\w+|_mm\d*_\w+|\bv\w+q_\w+|\bsv\w+_[suf]\d+|__l[a]?sx_\w+|vec_\w+", text))
+            intr = len(_EXAMPLE_INTRINSIC_RX.findall(text))
             rank = hits * 10 + min(intr, 20) + min(len(changed), 30) // 10
             if best is None or rank > best[0]:
                 best = (rank, e.sha, path, hunk)
@@ -240,15 +255,7 @@ def pick_example(tech: Technique, evs: Sequence[Evidence]) -> tuple[str, str]:
     if len(lines) > EXAMPLE_MAX_LINES:
         lines = [*lines[:EXAMPLE_MAX_LINES], f"... ({len(lines) - EXAMPLE_MAX_LINES} more lines)"]
     code = f"// {path} @ {sha[:9]}\n" + "\n".join(lines)
-    idents = sorted(
-        set(
-            re.findall(
-                r"\b(?:__riscv_\w+|_mm\d*_\w+|v\w+q_[suf]\d+\w*|sv\w+_[suf]\d+\w*|__l[a]?sx_\w+|"
-                r"vec_\w+|v[a-z]+\d*_v[vxf]\w*)\b",
-                code,
-            )
-        )
-    )
+    idents = sorted(set(_EXAMPLE_IDENT_RX.findall(code)))
     return code, " ".join(idents[:60])
 
 
@@ -256,44 +263,56 @@ def pick_example(tech: Technique, evs: Sequence[Evidence]) -> tuple[str, str]:
 # Near-duplicate merging
 
 
+def merge_text(d: ThoughtDraft) -> str:
+    """What near-duplicate merging compares: title and description without the evidence list."""
+    return f"{d.title}\n{d.description.split(' Evidence:')[0]}"
+
+
 def merge_near_duplicates(
     drafts: dict[str, ThoughtDraft],
     embed: Callable[[list[str]], np.ndarray],
     threshold: float,
     keep: set[str] = frozenset(),  # type: ignore[assignment]
+    graph: Sequence[ThoughtDraft] = (),
 ) -> dict[str, ThoughtDraft]:
-    """Fold a thought into an earlier one of the same operator and ISA family when their texts nearly match.
+    """Fold a thought into another of the same operator and ISA family when their texts nearly match.
 
-    Deterministic: candidates are visited in id order and the one with more evidence (then the smaller
-    id) survives; ids in `keep` (already in the graph) always survive.
+    `graph` holds thoughts already in the graph that are not among `drafts` (text only, no evidence):
+    a new draft can fold into one of them, which then comes back in the result carrying the draft's
+    evidence. Ids in `keep` and graph thoughts always survive; two of them are never merged (both are
+    nodes already). Deterministic: candidates are visited in id order and the one with more evidence
+    (then the smaller id) survives.
     """
-    ids = sorted(drafts)
+    hosts = {g.id: g for g in graph if g.id not in drafts}
+    pool = {**drafts, **hosts}
+    ids = sorted(pool)
     if len(ids) < 2:
         return drafts
-    texts = [f"{drafts[i].title}\n{drafts[i].description.split(' Evidence:')[0]}" for i in ids]
-    vecs = embed(texts)
+    fixed = set(keep) | set(hosts)
+    vecs = embed([merge_text(pool[i]) for i in ids])
     sims = vecs @ vecs.T
-    alive = dict(drafts)
+    alive = dict(pool)
     for a_idx, a in enumerate(ids):
         if a not in alive:
             continue
         for b_idx in range(a_idx + 1, len(ids)):
             b = ids[b_idx]
-            if b not in alive:
+            if b not in alive or (a in fixed and b in fixed):
                 continue
             da, db = alive[a], alive[b]
             if da.operator != db.operator or ISA_FAMILY[da.isa] != ISA_FAMILY[db.isa]:
                 continue
             if float(sims[a_idx, b_idx]) < threshold:
                 continue
-            winner, loser = _survivor(da, db, keep)
+            winner, loser = _survivor(da, db, fixed)
             winner.evidence = sorted(set(winner.evidence) | set(loser.evidence))
             winner.claims = winner.claims + loser.claims
             winner.merged_from.append(loser.id)
             alive.pop(loser.id)
             if loser.id == a:
                 break
-    return alive
+    # Graph thoughts come back only when they took in evidence.
+    return {k: v for k, v in alive.items() if k not in hosts or v.merged_from}
 
 
 def _survivor(a: ThoughtDraft, b: ThoughtDraft, keep: set[str]) -> tuple[ThoughtDraft, ThoughtDraft]:

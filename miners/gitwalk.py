@@ -164,6 +164,12 @@ def resolve_rev(handle: RepoHandle, rev: str) -> str | None:
     return decode(proc.stdout).strip()
 
 
+def has_commit(handle: RepoHandle, sha: str) -> bool:
+    """Whether the commit object exists here (a force push can leave the last mined head behind)."""
+    proc = subprocess.run(handle.git("cat-file", "-e", f"{sha}^{{commit}}"), capture_output=True, check=False)
+    return proc.returncode == 0
+
+
 def is_ancestor(handle: RepoHandle, ancestor: str, descendant: str) -> bool:
     proc = subprocess.run(
         handle.git("merge-base", "--is-ancestor", ancestor, descendant), capture_output=True, check=False
@@ -300,10 +306,34 @@ def walk_commits(
     On an unreadable object git stops; the commit it stopped at is described from its tree, named in
     a warning, and one new `git log --no-walk` over the remaining commits carries on.
     """
-    base = ["log", "--no-color", "--numstat", "-z", f"--format={LOG_FORMAT}"]
     limit_args = [f"--max-count={limit}"] if limit else []
+    first = _stream_records(handle.git(*_LOG_ARGS, *limit_args, *revs, "--"), None)
+    yield from _resilient(handle, first, lambda: rev_list(handle, [*limit_args, *revs]), warnings)
+
+
+def read_commits(handle: RepoHandle, shas: Sequence[str], warnings: WalkWarnings) -> Iterator[RawCommit]:
+    """Exactly these commits (no ancestors), in this order, with their numstat; damage handled as in a walk."""
+    if not shas:
+        return
+    first = _stream_records(handle.git(*_LOG_ARGS, "--no-walk=unsorted", "--stdin", "--"), _stdin(shas))
+    yield from _resilient(handle, first, lambda: list(shas), warnings)
+
+
+_LOG_ARGS = ("log", "--no-color", "--numstat", "-z", f"--format={LOG_FORMAT}")
+
+
+def _stdin(shas: Sequence[str]) -> bytes:
+    return ("\n".join(shas) + "\n").encode()
+
+
+def _resilient(
+    handle: RepoHandle,
+    stream: Iterator[RawCommit | BaseException],
+    order: Callable[[], list[str]],
+    warnings: WalkWarnings,
+) -> Iterator[RawCommit]:
+    """Pass a record stream through; when git dies, describe the commit it died on and resume after it."""
     seen: list[str] = []
-    stream = _stream_records(handle.git(*base, *limit_args, *revs, "--"), None)
     remaining: list[str] | None = None
     while True:
         failure: GitStreamError | None = None
@@ -315,13 +345,8 @@ def walk_commits(
             yield item
         if failure is None:
             return
-        if remaining is None:
-            order = rev_list(handle, [*limit_args, *revs])
-            done = set(seen)
-            remaining = [s for s in order if s not in done]
-        else:
-            done = set(seen)
-            remaining = [s for s in remaining if s not in done]
+        done = set(seen)
+        remaining = [s for s in (order() if remaining is None else remaining) if s not in done]
         if not remaining:
             warnings.add(f"git log failed after the last commit: {failure}")
             return
@@ -335,13 +360,17 @@ def walk_commits(
             yield fallback
         if not remaining:
             return
-        stdin = ("\n".join(remaining) + "\n").encode()
-        stream = _stream_records(handle.git(*base, "--no-walk=unsorted", "--stdin", "--"), stdin)
+        stream = _stream_records(handle.git(*_LOG_ARGS, "--no-walk=unsorted", "--stdin", "--"), _stdin(remaining))
 
 
 def describe_from_tree(handle: RepoHandle, sha: str, warnings: WalkWarnings) -> RawCommit | None:
     """A commit's metadata and changed paths without reading blobs (no line counts)."""
-    meta = subprocess.run(handle.git("show", "-s", f"--format={LOG_FORMAT}", sha), capture_output=True, check=False)
+    # `git log --no-walk` prints the header without diffing; `git show -s` still reads blobs on some commits.
+    meta = subprocess.run(
+        handle.git("log", "--no-walk", "--no-color", f"--format={LOG_FORMAT}", sha, "--"),
+        capture_output=True,
+        check=False,
+    )
     if meta.returncode != 0:
         warnings.add(f"commit {sha[:12]}: unreadable commit object, skipped ({decode_stderr(meta.stderr)})")
         return None
@@ -368,19 +397,45 @@ def describe_from_tree(handle: RepoHandle, sha: str, warnings: WalkWarnings) -> 
 @dataclass(frozen=True, slots=True)
 class PatchRequest:
     sha: str
-    paths: tuple[str, ...]  # the files worth reading; all source files of the commit when `whole`
-    whole: bool  # the commit's whole diff is wanted (so it can share a batch process)
+    paths: tuple[str, ...]  # the files worth reading (source code; not vendored, binary or huge)
+    avoid: tuple[str, ...] = ()  # files of this commit too big to read: kept out of its batch's pathspec
 
 
-def _split_patch_stream(text: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for rec in text.split(RS):
-        if not rec.strip():
-            continue
+def _patch_records(text: str) -> list[tuple[str, str]]:
+    """(sha, patch) in output order; the text before the first record separator is ignored."""
+    out: list[tuple[str, str]] = []
+    for rec in text.split(RS)[1:]:
         sha, _, body = rec.partition("\n")
         sha = sha.strip()
-        if re.fullmatch(r"[0-9a-f]{40,64}", sha):
-            out[sha] = body
+        if _SHA_RE.fullmatch(sha):
+            out.append((sha, body))
+    return out
+
+
+_SHA_RE = re.compile(r"[0-9a-f]{40,64}")
+
+
+def pack_batches(requests: Sequence[PatchRequest], size: int) -> list[list[PatchRequest]]:
+    """Group requests (in order) for shared `git log -p` processes restricted to the union of their paths.
+
+    A batch never contains one commit's wanted path that is another's huge file: git would diff it.
+    """
+    out: list[list[PatchRequest]] = []
+    cur: list[PatchRequest] = []
+    union: set[str] = set()
+    avoid: set[str] = set()
+    for r in requests:
+        if not r.paths:
+            continue  # nothing worth reading: classified from its metadata
+        clash = union.intersection(r.avoid) or avoid.intersection(r.paths)
+        if cur and (len(cur) >= size or clash):
+            out.append(cur)
+            cur, union, avoid = [], set(), set()
+        cur.append(r)
+        union.update(r.paths)
+        avoid.update(r.avoid)
+    if cur:
+        out.append(cur)
     return out
 
 
@@ -390,46 +445,61 @@ def fetch_patches(
     warnings: WalkWarnings,
     *,
     max_bytes: int,
-    batch: int = 200,
+    batch: int = 150,
     on_done: Callable[[int], None] | None = None,
 ) -> dict[str, str]:
-    """Unified diffs (3 lines of context) of candidate commits, capped at `max_bytes` each.
+    """Unified diffs (3 lines of context) of the wanted files of candidate commits, capped at `max_bytes` each.
 
-    Commits whose whole diff is wanted share one `git log -p --no-walk --stdin` process per batch; the
-    few with files to skip (huge, vendored, binary) get their own `git show sha -- paths`.
+    Commits share one `git log -p --no-walk --stdin -- <their files>` process per batch, so git never diffs
+    documentation, vendored trees or huge generated files. Commits without wanted files get no entry.
     """
     out: dict[str, str] = {}
-    whole = [r.sha for r in requests if r.whole]
-    for i in range(0, len(whole), batch):
-        shas = whole[i : i + batch]
-        out.update(_batch_patch(handle, shas, warnings, max_bytes))
+    for group in pack_batches(requests, batch):
+        out.update(batch_patches(handle, group, warnings, max_bytes))
         if on_done:
-            on_done(len(shas))
-    for r in requests:
-        if r.whole:
-            continue
-        if r.paths:
-            out[r.sha] = _single_patch(handle, r.sha, r.paths, warnings, max_bytes)
-        if on_done:
-            on_done(1)
+            on_done(len(group))
     return out
 
 
 def _patch_cmd(handle: RepoHandle, extra: Sequence[str]) -> list[str]:
-    return handle.git("log", "--no-color", "-p", "--no-renames", "-U3", f"--format={RS}%H", *extra)
+    # Literal pathspecs: file names with '*', '?' or a leading ':' are names, not patterns.
+    return [
+        *handle.git("--literal-pathspecs", "log", "--no-color", "-p", "--no-renames", "-U3", f"--format={RS}%H"),
+        *extra,
+    ]
 
 
-def _batch_patch(handle: RepoHandle, shas: list[str], warnings: WalkWarnings, max_bytes: int) -> dict[str, str]:
-    proc = subprocess.run(
-        _patch_cmd(handle, ["--no-walk=unsorted", "--stdin", "--"]),
-        input=("\n".join(shas) + "\n").encode(),
-        capture_output=True,
-        check=False,
-    )
-    if proc.returncode == 0:
-        return {s: p[:max_bytes] for s, p in _split_patch_stream(decode(proc.stdout)).items()}
-    # An unreadable object somewhere in the batch: fetch one by one so only the damaged ones are lost.
-    return {s: _single_patch(handle, s, (), warnings, max_bytes) for s in shas}
+def batch_patches(
+    handle: RepoHandle, group: Sequence[PatchRequest], warnings: WalkWarnings, max_bytes: int
+) -> dict[str, str]:
+    """Patches of a batch from one git process; when git dies on an unreadable object, the commits it
+    printed completely are kept, the one it died on is fetched alone (only its own files) and one new
+    process carries on with the rest, so a damaged object costs two processes, not one per commit.
+    """
+    out: dict[str, str] = {}
+    pending = list(group)
+    while pending:
+        paths = sorted({p for r in pending for p in r.paths})
+        proc = subprocess.run(
+            _patch_cmd(handle, ["--no-walk=unsorted", "--stdin", "--", *paths]),
+            input=_stdin([r.sha for r in pending]),
+            capture_output=True,
+            check=False,
+        )
+        records = _patch_records(decode(proc.stdout))
+        if proc.returncode == 0:
+            out.update((s, body[:max_bytes]) for s, body in records)
+            return out
+        complete = records[:-1]  # the last record may be the one git died in
+        if [s for s, _ in complete] != [r.sha for r in pending[: len(complete)]]:
+            # Output out of order (never seen with --no-walk=unsorted): fetch each commit on its own.
+            out.update((r.sha, _single_patch(handle, r.sha, r.paths, warnings, max_bytes)) for r in pending)
+            return out
+        out.update((s, body[:max_bytes]) for s, body in complete)
+        bad = pending[len(complete)]
+        out[bad.sha] = _single_patch(handle, bad.sha, bad.paths, warnings, max_bytes)
+        pending = pending[len(complete) + 1 :]
+    return out
 
 
 def _single_patch(handle: RepoHandle, sha: str, paths: Sequence[str], warnings: WalkWarnings, max_bytes: int) -> str:
@@ -437,4 +507,4 @@ def _single_patch(handle: RepoHandle, sha: str, paths: Sequence[str], warnings: 
     if proc.returncode != 0:
         warnings.add(f"commit {sha[:12]}: patch unreadable, classified from metadata ({decode_stderr(proc.stderr)})")
         return ""
-    return _split_patch_stream(decode(proc.stdout)).get(sha, "")[:max_bytes]
+    return dict(_patch_records(decode(proc.stdout))).get(sha, "")[:max_bytes]

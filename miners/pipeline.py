@@ -7,10 +7,11 @@ Everything written is MERGEd on deterministic keys, so re-mining never duplicate
 from __future__ import annotations
 
 import queue
+import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,13 +23,14 @@ from knowledge.embeddings import Embedder
 from knowledge.ingest import Ingestor
 from knowledge.models import Commit, Idea, Relationship, RelType, Repository, Thought, utcnow
 from knowledge.store import GraphStore
-from knowledge.taxonomy import Technique
+from knowledge.taxonomy import ISA_FAMILY, Isa, Operator, Technique
 from miners import gitwalk
 from miners.classify import Classification, Triage, classify, geometric_mean, gpu_only, triage
 from miners.distill import IDEA_PRINCIPLES, Evidence, ThoughtDraft, build_thoughts, idea_id, merge_near_duplicates
 from miners.profiles import PROFILES, LibraryProfile, detect_library
 
 LIBRARIES = ("auto", "openblas", "ggml", "onnxruntime", "generic")
+DAMAGED_REASON = "an object of this commit is unreadable: line counts unknown"
 
 
 class Progress(Protocol):
@@ -92,7 +94,7 @@ class MineReport:
 class MinedCommit:
     raw: gitwalk.RawCommit
     triage: Triage
-    classification: Classification
+    classification: Classification  # the metadata verdict until a candidate's patch has been classified
     patch: str = ""  # kept only for optimization commits: the distiller takes its examples from it
 
 
@@ -130,9 +132,18 @@ class Miner:
             return report
         embedder = _background(self.embedder_factory)
         warnings = gitwalk.WalkWarnings()
-        mined = self._walk(handle, profile, revs, opts, warnings, report)
+        mined_before = self._mined_before(handle, stored, previous, revs)
+        writer = _GraphWriter(self.store, handle.name)
+        # The Repository node goes first (unchanged head): the commits written during the walk link to it.
+        writer.put([_repository(handle, profile, stored, stored.last_mined_head if stored else None)])
+        walked: list[str] = []
+        try:
+            candidates = self._walk(handle, profile, revs, opts, warnings, report, writer, walked)
+        finally:
+            writer.close()
         report.timings["walk_and_classify"] = round(time.perf_counter() - t0, 3)
-        self._write(handle, profile, head, mined, opts, embedder, report, stored)
+        report.new_commits = len(walked) - len(mined_before(walked))
+        self._write(handle, profile, head, revs, candidates, walked, opts, embedder, report, stored)
         report.warnings = warnings.messages
         report.seconds = round(time.perf_counter() - t0, 3)
         return report
@@ -140,8 +151,6 @@ class Miner:
     def _profile(self, handle: gitwalk.RepoHandle, library: str) -> LibraryProfile:
         if library != "auto":
             return PROFILES[library]
-        import subprocess
-
         out = subprocess.run(handle.git("ls-tree", "-r", "--name-only", "HEAD"), capture_output=True, check=False)
         paths = set(gitwalk.decode(out.stdout).split("\n")) if out.returncode == 0 else set()
         tops = paths | {p.rsplit("/", 1)[0] for p in paths if "/" in p}
@@ -161,6 +170,26 @@ class Miner:
             return [head, f"^{previous}"]
         return [head]  # first mining, or history rewritten: walk all, MERGE keeps it duplicate-free
 
+    def _mined_before(
+        self, handle: gitwalk.RepoHandle, stored: Repository | None, previous: str | None, revs: list[str]
+    ) -> Callable[[list[str]], set[str]]:
+        """Which walked commits this repository had mined before: none on a first or incremental run.
+
+        Otherwise (history rewritten, --since, after --limit runs) they are the commits reachable from the
+        last mined head plus the evidence commits already linked to the repository, read now, before this
+        run links its own.
+        """
+        if stored is None or (previous and revs[1:] == [f"^{previous}"]):
+            return lambda walked: set()
+        known: set[str] = set()
+        if previous and gitwalk.has_commit(handle, previous):
+            known.update(gitwalk.rev_list(handle, [previous]))
+        rows = self.store.read(
+            "MATCH (c:Commit)-[:IN_REPO]->(:Repository {name: $name}) RETURN c.sha AS sha", name=handle.name
+        )
+        known.update(r["sha"] for r in rows)
+        return lambda walked: known.intersection(walked)
+
     # -- walk, patches, classification ---------------------------------------------------------------------
 
     def _walk(
@@ -171,28 +200,30 @@ class Miner:
         opts: MineOptions,
         warnings: gitwalk.WalkWarnings,
         report: MineReport,
+        writer: _GraphWriter,
+        walked: list[str],
     ) -> list[MinedCommit]:
+        """Walk and triage on this thread; candidates are classified and written by the helper threads."""
         total = gitwalk.count_commits(handle, revs)
         if opts.limit:
             total = min(total, opts.limit)
-        fetcher = _PatchFetcher(handle, profile, warnings, opts.max_patch_bytes)
-        out: list[MinedCommit] = []
-        for n, raw in enumerate(gitwalk.walk_commits(handle, revs, warnings, limit=opts.limit), 1):
-            tri = triage(raw, profile, opts.max_file_lines)
-            mc = MinedCommit(raw, tri, Classification(round(tri.meta.score, 2), False, list(tri.meta.reasons)))
-            out.append(mc)
-            if tri.candidate:
-                fetcher.submit(mc)
-            if n % 200 == 0:
-                self.progress.update("reading commits", n, total)
-        self.progress.update("reading commits", len(out), len(out))
-        fetcher.finish()
-        report.commits_read = len(out)
-        report.candidates = fetcher.submitted
-        for mc in out:
-            if mc.raw.damaged:
-                mc.classification.reasons.append("an object of this commit is unreadable: line counts unknown")
-        return out
+
+        def seen(mc: MinedCommit) -> None:
+            walked.append(mc.raw.sha)
+            if len(walked) % 200 == 0:
+                self.progress.update("reading commits", len(walked), total)
+
+        def store(batch: list[MinedCommit]) -> None:
+            writer.put([_commit_node(handle.name, m) for m in batch])
+
+        raws = gitwalk.walk_commits(handle, revs, warnings, limit=opts.limit)
+        candidates = classify_commits(
+            handle, profile, raws, warnings, opts, keep_all=False, on_commit=seen, on_batch=store
+        )
+        self.progress.update("reading commits", len(walked), len(walked))
+        report.commits_read = len(walked)
+        report.candidates = len(candidates)
+        return candidates
 
     # -- distillation and ingest ---------------------------------------------------------------------------
 
@@ -201,17 +232,16 @@ class Miner:
         handle: gitwalk.RepoHandle,
         profile: LibraryProfile,
         head: str,
-        mined: list[MinedCommit],
+        revs: list[str],
+        candidates: list[MinedCommit],
+        walked: list[str],
         opts: MineOptions,
         embedder_future: Future[Embedder],
         report: MineReport,
         stored: Repository | None,
     ) -> None:
         t0 = time.perf_counter()
-        existing = self.store.existing_keys("Commit", [m.raw.sha for m in mined])
-        report.new_commits = len(mined) - len(existing)
-        commit_nodes = [_commit_node(handle.name, m) for m in mined]
-        opt = [m for m in mined if m.classification.is_optimization]
+        opt = [m for m in candidates if m.classification.is_optimization]
         report.optimization_commits = len(opt)
         by_isa: Counter[str] = Counter(str(i) for m in opt for i in (m.classification.isas or ["generic"]))
         report.optimization_by_isa = dict(sorted(by_isa.items(), key=lambda kv: -kv[1]))
@@ -223,32 +253,31 @@ class Miner:
         ]
         if opts.llm and evidence:
             self._llm(evidence, report)
-        embedder = embedder_future.result()
         drafts = build_thoughts(evidence)
         known = self.store.existing_keys("Thought", list(drafts))
-        merged = merge_near_duplicates(drafts, embedder.embed, opts.merge_threshold, keep=known)
-        report.thoughts_merged = len(drafts) - len(merged)
+        hosts = self._graph_hosts(drafts, known)
+        embedder = embedder_future.result()
+        merged = merge_near_duplicates(drafts, embedder.embed, opts.merge_threshold, keep=known, graph=hosts)
+        report.thoughts_merged = sum(len(d.merged_from) for d in merged.values())
         thoughts = self._merge_with_graph(merged)
-        report.thoughts_created = len([t for t in thoughts if t.id not in known])
+        existed = known | {h.id for h in hosts}
+        report.thoughts_created = len([t for t in thoughts if t.id not in existed])
         report.thoughts_updated = len(thoughts) - report.thoughts_created
         ideas = _ideas({Technique(t.technique) for t in thoughts})
         idea_known = self.store.existing_keys("Idea", [i.id for i in ideas])
         report.ideas_created = len([i for i in ideas if i.id not in idea_known])
         report.ideas_updated = len(ideas) - report.ideas_created
 
-        repo_node = Repository(
-            name=handle.name,
-            url=handle.url or (stored.url if stored else None),
-            library=profile.name,
-            last_mined_head=head if not opts.limit else (stored.last_mined_head if stored else None),
-            mined_at=utcnow(),
-            commits_read=(stored.commits_read if stored else 0) + report.new_commits,
-        )
-        rels = [_rel(RelType.IN_REPO, "Commit", c.sha, "Repository", handle.name) for c in commit_nodes]
-        rels += [_rel(RelType.HAS_THOUGHT, "Idea", t.idea_id, "Thought", t.id) for t in thoughts]
+        repo_node = _repository(handle, profile, stored, stored.last_mined_head if stored else None)
+        if not opts.limit:  # a partial walk moves neither the head nor the count
+            repo_node.last_mined_head = head
+            full = revs == [head]
+            repo_node.commits_read = len(walked) if full else repo_node.commits_read + report.new_commits
+        repo_node.mined_at = utcnow()
+        rels = [_rel(RelType.HAS_THOUGHT, "Idea", t.idea_id, "Thought", t.id) for t in thoughts]
         for d in merged.values():
             rels += [_rel(RelType.EVIDENCED_BY, "Thought", d.id, "Commit", sha) for sha in d.evidence]
-        ingest = Ingestor(self.store, embedder).ingest([repo_node, *commit_nodes, *ideas, *thoughts], rels)
+        ingest = Ingestor(self.store, embedder).ingest([repo_node, *ideas, *thoughts], rels)
         report.embedded = ingest.embedded
         report.timings["distill_and_ingest"] = round(time.perf_counter() - t0, 3)
 
@@ -267,6 +296,22 @@ class Miner:
             e.classification.techniques = [*e.classification.techniques, *extra]
         report.llm_calls = distiller.calls
         report.llm_failures = distiller.failures
+
+    def _graph_hosts(self, drafts: dict[str, ThoughtDraft], known: set[str]) -> list[ThoughtDraft]:
+        """Thoughts in the graph a NEW draft could be a near duplicate of: same operator and ISA family."""
+        new = [d for d in drafts.values() if d.id not in known]
+        if not new:
+            return []
+        families = {ISA_FAMILY[d.isa] for d in new}
+        rows = self.store.read(
+            "MATCH (t:Thought) WHERE t.operator IN $ops AND t.isa IN $isas AND NOT t.id IN $ids "
+            "RETURN t {.id, .idea_id, .title, .description, .example_code, .identifiers, .technique, .isa, "
+            ".operator, .source} AS t",
+            ops=sorted({str(d.operator) for d in new}),
+            isas=[str(i) for i in Isa if ISA_FAMILY[i] in families],
+            ids=list(drafts),
+        )
+        return [h for r in rows if (h := _host_draft(r["t"])) is not None]
 
     def _merge_with_graph(self, drafts: dict[str, ThoughtDraft]) -> list[Thought]:
         """Fold in evidence already in the graph so counts and priors cover every mining run."""
@@ -303,10 +348,46 @@ class Miner:
                     operator=d.operator,
                     evidence_commits=len(shas),
                     prior_speedup=round(prior, 3) if prior else None,
-                    source="llm" if any("LLM" in x for x in d.merged_from) else "mined",
+                    source=d.source,
                 )
             )
         return out
+
+
+def classify_commits(
+    handle: gitwalk.RepoHandle,
+    profile: LibraryProfile,
+    raws: Iterable[gitwalk.RawCommit],
+    warnings: gitwalk.WalkWarnings,
+    opts: MineOptions | None = None,
+    *,
+    keep_all: bool = True,
+    on_commit: Callable[[MinedCommit], None] | None = None,
+    on_batch: Callable[[list[MinedCommit]], None] | None = None,
+) -> list[MinedCommit]:
+    """Triage every commit as it arrives; fetch patches of the candidates and classify them meanwhile.
+
+    Returns every commit (`keep_all`) or only the candidates, in walk order, all classified. `on_batch`
+    receives each classified batch of candidates (from a helper thread) as soon as it is done.
+    """
+    opts = opts or MineOptions()
+    pipe = _CandidatePipeline(handle, profile, warnings, opts.max_patch_bytes, on_batch)
+    out: list[MinedCommit] = []
+    try:
+        for raw in raws:
+            tri = triage(raw, profile, opts.max_file_lines)
+            mc = MinedCommit(raw, tri, Classification(round(tri.meta.score, 2), False, list(tri.meta.reasons)))
+            if raw.damaged:
+                mc.classification.reasons.append(DAMAGED_REASON)
+            if tri.candidate:
+                pipe.submit(mc)
+            if tri.candidate or keep_all:
+                out.append(mc)
+            if on_commit:
+                on_commit(mc)
+    finally:
+        pipe.finish()
+    return out
 
 
 def _ideas(techniques: set[Technique]) -> list[Idea]:
@@ -318,6 +399,41 @@ def _ideas(techniques: set[Technique]) -> list[Idea]:
 
 def _rel(kind: RelType, sl: str, sk: str, el: str, ek: str) -> Relationship:
     return Relationship(type=kind, start_label=sl, start_key=sk, end_label=el, end_key=ek)
+
+
+def _repository(
+    handle: gitwalk.RepoHandle, profile: LibraryProfile, stored: Repository | None, head: str | None
+) -> Repository:
+    return Repository(
+        name=handle.name,
+        url=handle.url or (stored.url if stored else None),
+        library=profile.name,
+        last_mined_head=head,
+        mined_at=stored.mined_at if stored else None,
+        commits_read=stored.commits_read if stored else 0,
+    )
+
+
+def _host_draft(row: dict[str, Any]) -> ThoughtDraft | None:
+    """A graph thought as a draft without evidence (it can take in a near duplicate's); None if unparsable."""
+    try:
+        tech, op, isa = Technique(row["technique"]), Operator(row["operator"]), Isa(row["isa"])
+    except (ValueError, KeyError):
+        return None
+    return ThoughtDraft(
+        id=row["id"],
+        idea_id=row.get("idea_id") or idea_id(tech),
+        technique=tech,
+        operator=op,
+        isa=isa,
+        title=row.get("title") or row["id"],
+        description=row.get("description") or "",
+        example_code=row.get("example_code") or "",
+        identifiers=row.get("identifiers") or "",
+        evidence=[],
+        claims=[],
+        source=row.get("source") or "mined",
+    )
 
 
 def _commit_node(repo: str, m: MinedCommit) -> Commit:
@@ -347,7 +463,7 @@ def _commit_node(repo: str, m: MinedCommit) -> Commit:
 
 
 def _background(factory: Callable[[], Embedder]) -> Future[Embedder]:
-    """Load the embedding model while git works: it takes seconds and needs no input."""
+    """Build the embedder off the main thread (the model itself loads lazily, on the first uncached text)."""
     fut: Future[Embedder] = Future()
 
     def run() -> None:
@@ -360,58 +476,114 @@ def _background(factory: Callable[[], Embedder]) -> Future[Embedder]:
     return fut
 
 
-class _PatchFetcher:
-    """Fetches and classifies candidates in batches while the log stream is still being read.
+class _Stage:
+    """A worker thread fed by a queue; `close()` drains it and re-raises the first error it hit."""
 
-    A second git process reads patches on the other core; patches are dropped after classification
-    except for optimization commits, whose hunks become thought examples.
+    def __init__(self, name: str, work: Callable[[Any], None], maxsize: int = 0) -> None:
+        self.work = work
+        self.q: queue.Queue[Any] = queue.Queue(maxsize)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True, name=name)
+        self.thread.start()
+
+    def put(self, item: Any) -> None:
+        if self.error is not None:
+            raise self.error
+        self.q.put(item)
+
+    def close(self) -> None:
+        self.q.put(_END)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+    def _run(self) -> None:
+        while (item := self.q.get()) is not _END:
+            if self.error is None:  # after a failure, drain without working so producers never block
+                try:
+                    self.work(item)
+                except BaseException as e:
+                    self.error = e
+
+
+_END = object()
+
+
+class _CandidatePipeline:
+    """Patches and classification of candidate commits while the walk goes on.
+
+    Three threads work at once: the walk (caller), a fetcher running one `git log -p` per batch of
+    candidates, and a classifier working on the previous batch, so git's diffing and Python's regexes
+    overlap. Patches are dropped after classification except for optimization commits (their hunks
+    become thought examples).
     """
 
     BATCH = 150
 
     def __init__(
-        self, handle: gitwalk.RepoHandle, profile: LibraryProfile, warnings: gitwalk.WalkWarnings, max_bytes: int
+        self,
+        handle: gitwalk.RepoHandle,
+        profile: LibraryProfile,
+        warnings: gitwalk.WalkWarnings,
+        max_bytes: int,
+        on_batch: Callable[[list[MinedCommit]], None] | None,
     ) -> None:
         self.handle = handle
         self.profile = profile
         self.warnings = warnings
         self.max_bytes = max_bytes
-        self.submitted = 0
-        self.q: queue.Queue[MinedCommit | None] = queue.Queue()
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, daemon=True, name="eok-patches")
-        self.thread.start()
+        self.on_batch = on_batch
+        self.pending: list[MinedCommit] = []
+        # At most two fetched batches wait for the classifier: patches are big, git must not run far ahead.
+        self.classifier = _Stage("eok-classify", self._classify, maxsize=2)
+        self.fetcher = _Stage("eok-patches", self._fetch)
 
     def submit(self, mc: MinedCommit) -> None:
-        self.submitted += 1
-        self.q.put(mc)
+        self.pending.append(mc)
+        if len(self.pending) >= self.BATCH:
+            self.fetcher.put(self.pending)
+            self.pending = []
 
     def finish(self) -> None:
-        self.q.put(None)
-        self.thread.join()
-        if self.error:
-            raise self.error
-
-    def _run(self) -> None:
         try:
-            pending: list[MinedCommit] = []
-            done = False
-            while not done:
-                item = self.q.get()
-                if item is None:
-                    done = True
-                else:
-                    pending.append(item)
-                if len(pending) >= self.BATCH or (done and pending):
-                    self._classify(pending)
-                    pending = []
-        except BaseException as e:
-            self.error = e
+            if self.pending:
+                self.fetcher.put(self.pending)
+                self.pending = []
+            self.fetcher.close()
+        finally:
+            self.classifier.close()
 
-    def _classify(self, batch: list[MinedCommit]) -> None:
-        reqs = [gitwalk.PatchRequest(m.raw.sha, tuple(m.triage.patch_paths), m.triage.whole) for m in batch]
-        patches = gitwalk.fetch_patches(self.handle, reqs, self.warnings, max_bytes=self.max_bytes)
+    def _fetch(self, batch: list[MinedCommit]) -> None:
+        reqs = [
+            gitwalk.PatchRequest(m.raw.sha, tuple(m.triage.patch_paths), tuple(m.triage.avoid_paths)) for m in batch
+        ]
+        patches = gitwalk.fetch_patches(self.handle, reqs, self.warnings, max_bytes=self.max_bytes, batch=self.BATCH)
+        self.classifier.put((batch, patches))
+
+    def _classify(self, item: tuple[list[MinedCommit], dict[str, str]]) -> None:
+        batch, patches = item
         for m in batch:
             patch = patches.get(m.raw.sha, "")
             m.classification = classify(m.raw, self.profile, m.triage, patch)
+            if m.raw.damaged:
+                m.classification.reasons.append(DAMAGED_REASON)
             m.patch = patch if m.classification.is_optimization else ""
+        if self.on_batch:
+            self.on_batch(batch)
+
+
+class _GraphWriter(_Stage):
+    """Writes Repository and Commit nodes (commits with their IN_REPO link) while the walk goes on."""
+
+    def __init__(self, store: GraphStore, repo: str) -> None:
+        self.store = store
+        self.repo = repo
+        super().__init__("eok-graph-writer", self._write)
+
+    def _write(self, nodes: list[Repository | Commit]) -> None:
+        self.store.upsert_nodes(nodes)
+        commits = [n.sha for n in nodes if isinstance(n, Commit)]
+        if commits:
+            self.store.upsert_relationships(
+                [_rel(RelType.IN_REPO, "Commit", sha, "Repository", self.repo) for sha in commits]
+            )

@@ -211,3 +211,9 @@ def build_kernel_repo(path: Path, huge_mb: int = 50) -> git.Repo:
 
 def add_commit(repo: git.Repo, message: str, files: dict[str, str], when: int) -> str:
     return _commit(repo, message, files, when)
+
+
+def amend_head(repo: git.Repo, message: str, when: int) -> str:
+    """Rewrite the newest commit (same tree, new message and date): history the miner saw is gone."""
+    repo.git.commit("--amend", "-m", message, env=_env(when))
+    return repo.head.commit.hexsha

@@ -8,7 +8,7 @@ import pytest
 
 from miners import gitwalk
 from miners.classify import parse_perf_claims
-from miners.pipeline import MineOptions, Miner, MineReport
+from miners.pipeline import classify_commits
 from miners.profiles import GENERIC, GGML, ONNXRUNTIME, OPENBLAS, PROFILES, detect_library, file_kind
 from tests.support.gitrepos import EXPECTED, build_kernel_repo
 
@@ -21,12 +21,10 @@ def kernel_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _walk(path: Path) -> tuple[list, gitwalk.WalkWarnings]:
+    """The miner's own walk -> triage -> patches -> classification path, without a graph."""
     handle = gitwalk.open_repository(str(path), path / "cache")
     warnings = gitwalk.WalkWarnings()
-    miner = Miner.__new__(Miner)  # the walk needs no store: exercise it alone
-    miner.progress = type("P", (), {"update": lambda *a: None})()
-    report = MineReport(handle.name, "openblas", None, None)
-    mined = miner._walk(handle, OPENBLAS, ["HEAD"], MineOptions(), warnings, report)
+    mined = classify_commits(handle, OPENBLAS, gitwalk.walk_commits(handle, ["HEAD"], warnings), warnings)
     return mined, warnings
 
 
@@ -88,6 +86,34 @@ def test_walk_survives_missing_objects(tmp_path: Path) -> None:
     assert any(blob.hexsha in w for w in warnings.messages), warnings.messages
     damaged = [m for m in mined if m.raw.damaged]
     assert damaged and all("unreadable" in m.classification.reasons[-1] for m in damaged)
+
+
+def test_patch_batch_resumes_after_a_missing_object(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One unreadable blob costs two extra git processes, not one per commit of its batch."""
+    repo = build_kernel_repo(tmp_path / "broken", huge_mb=1)
+    neon = repo.commit("HEAD~9")  # the NEON saxpy commit: it wrote the blob removed below
+    blob = neon.tree / "kernel/arm64/saxpy_neon.c"
+    (Path(repo.git_dir) / "objects" / blob.hexsha[:2] / blob.hexsha[2:]).unlink()
+    handle = gitwalk.open_repository(str(tmp_path / "broken"), tmp_path)
+    warnings = gitwalk.WalkWarnings()
+    raws = [r for r in gitwalk.walk_commits(handle, ["HEAD"], warnings) if not r.is_merge]
+    reqs = [
+        gitwalk.PatchRequest(
+            r.sha, tuple(f.path for f in r.files if f.path.startswith("kernel/") and f.insertions < 3000)
+        )
+        for r in raws
+    ]
+    reqs = [r for r in reqs if r.paths]
+    trace = tmp_path / "git-trace.log"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    patches = gitwalk.fetch_patches(handle, reqs, warnings, max_bytes=400_000)
+    assert trace.read_text().count("built-in: git log") == 3  # the batch, the bad commit alone, the rest
+    assert patches[neon.hexsha] == "" and any(
+        neon.hexsha[:12] in w and "patch unreadable" in w for w in warnings.messages
+    )
+    good = [r.sha for r in reqs if r.sha != neon.hexsha]
+    assert len(good) >= 7 and all(patches[s].startswith("\ndiff --git") for s in good)
+    assert "__riscv_vfredusum" in patches[repo.commit("HEAD~11").hexsha]  # the RVV sdot commit, after the bad one
 
 
 @pytest.mark.parametrize(
