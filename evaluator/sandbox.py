@@ -209,6 +209,11 @@ def _collect(proc: subprocess.Popen[bytes], limits: Limits, start: float) -> tup
             kept[key.fd] += chunk[: max(room, 0)]
             truncated |= len(chunk) > room
         flooded = total > limits.flood_bytes
+    if not (timed_out or flooded):
+        # Whatever the program wrote before exiting is still in the pipes: a loaded machine can deschedule
+        # this reader past the grace period, so drain what is buffered instead of dropping the result.
+        for key in list(sel.get_map().values()):
+            total += _drain(key.fd, kept[key.fd], limits.output_bytes)
     sel.close()
     if timed_out or flooded or exited_at is not None:
         _killpg(proc)
@@ -221,6 +226,22 @@ def _collect(proc: subprocess.Popen[bytes], limits: Limits, start: float) -> tup
     proc.stdout.close()
     proc.stderr.close()
     return bytes(kept[out_fd]), bytes(kept[err_fd]), timed_out, flooded, truncated
+
+
+def _drain(fd: int, kept: bytearray, cap: int) -> int:
+    """Read what is already buffered in a non-blocking pipe (up to EOF or EAGAIN), keeping at most `cap`."""
+    read = 0
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return read
+        if not chunk:
+            return read
+        read += len(chunk)
+        kept += chunk[: max(cap - len(kept), 0)]
+        if read > cap:
+            return read
 
 
 def _killpg(proc: subprocess.Popen[bytes]) -> None:
