@@ -69,7 +69,8 @@ class OfflineCandidateGenerator:
     def _for(self, task: KernelTask, target: TargetProfile) -> OfflineGenerator:
         key = (task.name, target.key)
         if key not in self._by_task:
-            self._by_task[key] = OfflineGenerator(task, target)
+            # Plain start: the tuning is for the search to find and the graph to remember (docs/ARCHITECTURE.md).
+            self._by_task[key] = OfflineGenerator(task, target, start="plain")
         return self._by_task[key]
 
     def generate(self, req: GenerationRequest) -> Generated:

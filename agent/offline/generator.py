@@ -12,6 +12,7 @@ import itertools
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Literal
 
 from agent.offline import families as _families  # noqa: F401  (registers every family module)
 from agent.offline.base import REGISTRY, Family, Knob, KnobValue, Proposal, ThoughtRef, Variant
@@ -21,6 +22,17 @@ from evaluator.tasks import KernelTask
 from knowledge.taxonomy import Technique
 
 Setting = dict[str, KnobValue]
+# Knobs that tune an already-vectorized kernel. A "plain" start sets them to their simplest value (LMUL 1,
+# one accumulator, no unrolling, no blocking, no prefetch): the straightforward RVV code a vendor writes
+# first. The tuned values are then the search's to find and the graph's to remember, not the code's.
+TUNING_TECHNIQUES = {
+    Technique.VECTOR_LENGTH,
+    Technique.UNROLL,
+    Technique.MULTI_ACCUMULATOR,
+    Technique.REGISTER_BLOCKING,
+    Technique.PREFETCH,
+}
+Start = Literal["plain", "tuned"]
 GRID_LIMIT = 200_000  # grids larger than this are counted, not enumerated, by space_size
 
 
@@ -39,6 +51,19 @@ class _Space:
 
     def defaults(self) -> Setting:
         return {k.name: k.default for k in self.knobs}
+
+    def plain(self) -> Setting:
+        """The defaults with every tuning knob at its simplest value (see TUNING_TECHNIQUES)."""
+        setting = self.defaults()
+        for k in self.knobs:
+            if k.technique in TUNING_TECHNIQUES and all(isinstance(v, int) for v in k.values):
+                candidate = {**setting, k.name: min(k.values)}
+                if self.valid(candidate):
+                    setting = candidate
+        return setting
+
+    def start(self, mode: Start) -> Setting:
+        return self.plain() if mode == "plain" else self.defaults()
 
     def implements(self, technique: Technique) -> bool:
         return technique == Technique.VECTORIZE or any(k.serves(technique) for k in self.knobs)
@@ -60,11 +85,14 @@ class _Space:
 class OfflineGenerator:
     """Proposes variants of one task for one target (see /work/notes/offline_api.md)."""
 
-    def __init__(self, task: KernelTask, target: TargetProfile) -> None:
+    def __init__(self, task: KernelTask, target: TargetProfile, start: Start = "tuned") -> None:
+        """`start` picks where a family is entered: its tuned defaults, or plain vectorized code."""
         self.task = task
         self.target = target
+        self.start = start
         found: list[Family] = [factory() for factory in REGISTRY]
-        applicable = [f for f in found if f.applies(task)]
+        # The families emit RVV intrinsics: on a non-RISC-V target only the generic transformations apply.
+        applicable = [f for f in found if target.is_riscv and f.applies(task)]
         # A family may rank itself (higher first) when two claim the same task; registry order breaks ties.
         applicable.sort(key=lambda f: -int(getattr(f, "priority", 0)))
         generic = GenericFamily()
@@ -144,7 +172,8 @@ class OfflineGenerator:
             return parent_space, parent_space.normalize(parent.knobs), None  # type: ignore[union-attr]
         family = next((s for s in self.family_spaces if s.implements(technique)), None)
         if family is not None:  # a family takes over from the reference or a generic parent
-            return family, family.defaults(), family.defaults()
+            first = family.start(self.start)
+            return family, first, first
         if parent_space is self.generic:
             return self.generic, self.generic.normalize(parent.knobs), None  # type: ignore[union-attr]
         # From the plain reference: the technique's moves start at the generic default (default() is the
