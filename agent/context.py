@@ -56,7 +56,7 @@ class PriorExperience:
 class AgentContext:
     directions: list[Direction]
     same_task: list[PriorExperience]  # earlier results for this task on this target, best first
-    similar_tasks: list[PriorExperience]  # best results of same-operator tasks on this target
+    similar_tasks: list[PriorExperience]  # best result of every other task on this target, best first
     target_profile: str
     rvv_reference: str = RVV_REFERENCE
 
@@ -78,7 +78,8 @@ def gather(
     return AgentContext(
         directions=_choose_directions(store, cards, directions),
         same_task=_prior(store, target.key, task_id=task.name),
-        similar_tasks=_prior(store, target.key, operator=str(task.operator), exclude=task.name),
+        # Relatives are decided later by which offline family can re-render their knobs for this task.
+        similar_tasks=_prior(store, target.key, exclude=task.name, limit=24),
         target_profile=target_profile_text(target),
     )
 
@@ -166,6 +167,7 @@ def _prior(
     task_id: str | None = None,
     operator: str | None = None,
     exclude: str | None = None,
+    limit: int = 8,
 ) -> list[PriorExperience]:
     rows = store.read(
         "MATCH (x:Experience {target_key: $target, status: 'ok'})-[:FOR_TASK]->(t:Task) "
@@ -173,11 +175,12 @@ def _prior(
         "AND ($exclude IS NULL OR t.id <> $exclude) AND x.speedup IS NOT NULL "
         "WITH t, x ORDER BY x.speedup DESC WITH t, collect(x)[0] AS best "
         "RETURN best.id AS id, t.id AS task, best.speedup AS speedup, best.code AS code, best.cflags AS cflags, "
-        "best.variant AS variant, best.code_hash AS key ORDER BY speedup DESC LIMIT 8",
+        "best.variant AS variant, best.code_hash AS key ORDER BY speedup DESC LIMIT $limit",
         target=target_key,
         task=task_id,
         operator=operator,
         exclude=exclude,
+        limit=limit,
     )
     return [
         PriorExperience(

@@ -280,7 +280,9 @@ class Optimizer:
                     description=f"earlier best for this task ({p.speedup:.2f}x)",
                 )
             )
-        for p in state.ctx.similar_tasks[:2]:
+        for p in state.ctx.similar_tasks:
+            if len(seeds) >= 3:
+                break
             v = _transfer(p, state.task, state.target)
             if v is not None and v.key not in {s.key for s in seeds}:
                 seeds.append(
@@ -319,7 +321,8 @@ class Optimizer:
                 return
             state.tried.add(gen.key)
         result = self._evaluate(state, gen) if not gen.error else None
-        self._record(state, d, card, parent, gen, result, step, emit)
+        # A seed re-measures earlier experience: it is no trial of the sampled thought, so it credits none.
+        self._record(state, d, None if seed else card, parent, gen, result, step, emit)
 
     def _generate(self, state: RunState, d: DirectionState, card: ThoughtCard, parent: Parent) -> Generated:
         req = GenerationRequest(state.task, state.target, card, parent, state.ctx, set(state.tried), d.rng)
@@ -338,7 +341,7 @@ class Optimizer:
         self,
         state: RunState,
         d: DirectionState,
-        card: ThoughtCard,
+        card: ThoughtCard | None,
         parent: Parent,
         gen: Generated,
         result: EvalResult | None,
@@ -354,7 +357,7 @@ class Optimizer:
             target_key=state.target.key,
             run_id=state.run.id,
             parent_id=parent.experience_id,
-            thought_ids=[card.id],
+            thought_ids=[card.id] if card else [],
             direction=d.direction.idea_id,
             step=step,
             code=gen.code,
@@ -375,7 +378,8 @@ class Optimizer:
         with state.lock:
             improves = bool(speedup and speedup > (state.best_speedup or 0))
             self.recorder.record(exp, success, parent.speedup, improves, gen.llm_calls, gen.llm_tokens)
-            card.stats.observe(success)
+            if card:
+                card.stats.observe(success)
             d.evaluations += 1
             node = Parent(
                 code=gen.code,
@@ -404,7 +408,7 @@ class Optimizer:
                 status=status.value,
                 speedup=speedup,
                 experience_id=exp.id,
-                message=f"{card.technique.value}: {gen.description}"[:300],
+                message=f"{card.technique.value if card else 'transfer'}: {gen.description}"[:300],
             )
         emit(event)
 
@@ -439,9 +443,12 @@ def _stagnant(history: list[float | None], patience: int) -> bool:
     return history[-1] == history[-1 - patience]
 
 
-def _summary(card: ThoughtCard, gen: Generated, status: ExperienceStatus, speedup: float | None, task: str) -> str:
+def _summary(
+    card: ThoughtCard | None, gen: Generated, status: ExperienceStatus, speedup: float | None, task: str
+) -> str:
     result = f"{speedup:.2f}x" if speedup else status.value
-    return f"{task}: {card.technique.value} ({card.title}) -> {result}. {gen.description}"[:500]
+    what = f"{card.technique.value} ({card.title})" if card else "transfer of earlier experience"
+    return f"{task}: {what} -> {result}. {gen.description}"[:500]
 
 
 def _parent_of(exp: Experience) -> Parent:
