@@ -9,7 +9,8 @@
 3. Drives GET /ideas/search from a second process with a bounded loop: at most --requests requests and
    --seconds seconds, --concurrency connections, queries drawn from a fixed set of --distinct phrases
    with a mix of filters (none / isa / operator+kind / target).
-4. Prints requests/s and p50/p90/p99 latency, and the targets: >= 200 req/s, p99 <= 100 ms on 2 cores.
+4. Prints requests/s and p50/p90/p99 latency, and the targets: >= 200 req/s, p99 <= 100 ms on 2 cores;
+   then the same load on GET /vocabulary (key check + JSON, no retrieval): the cost of the HTTP layer.
 
     python scripts/bench_api.py [--thoughts 100000] [--requests 4000] [--seconds 60] [--concurrency 8]
                                 [--distinct 200] [--profile]
@@ -145,7 +146,9 @@ def queries(distinct: int, seed: int = 5) -> list[dict[str, Any]]:
     return [{"q": " ".join(rng.sample(VOCAB, 4)), "k": 10, **mixes[i % len(mixes)]} for i in range(distinct)]
 
 
-def drive(base: str, params: list[dict[str, Any]], requests: int, seconds: float, concurrency: int, out: Any) -> None:
+def drive(
+    base: str, path: str, params: list[dict[str, Any]], requests: int, seconds: float, concurrency: int, out: Any
+) -> None:
     """Runs in its own process: `concurrency` threads share a bounded count of requests and a deadline."""
     lock = threading.Lock()
     state = {"next": 0, "errors": 0, "codes": {}}
@@ -162,7 +165,7 @@ def drive(base: str, params: list[dict[str, Any]], requests: int, seconds: float
                     state["next"] += 1
                 t = time.perf_counter()
                 try:
-                    r = http.get("/ideas/search", params=params[i % len(params)])
+                    r = http.get(path, params=params[i % len(params)])
                     code = r.status_code
                 except httpx.HTTPError:
                     code = -1
@@ -194,10 +197,12 @@ def pct(xs: list[float], p: float) -> float:
     return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
 
 
-def run_load(base: str, args: argparse.Namespace, label: str, params: list[dict[str, Any]]) -> dict[str, Any]:
+def run_load(
+    base: str, args: argparse.Namespace, label: str, params: list[dict[str, Any]], path: str = "/ideas/search"
+) -> dict[str, Any]:
     out: mp.Queue = mp.get_context("spawn").Queue()
     proc = mp.get_context("spawn").Process(
-        target=drive, args=(base, params, args.requests, args.seconds, args.concurrency, out)
+        target=drive, args=(base, path, params, args.requests, args.seconds, args.concurrency, out)
     )
     proc.start()
     result = out.get(timeout=args.seconds + 120)
@@ -329,6 +334,8 @@ def main() -> None:
         )
         ok = result["rps"] >= 200 and result["p99"] <= 100 and result["errors"] == 0
         print(f"targets >= 200 req/s and p99 <= 100 ms on {os.cpu_count()} cores: {'met' if ok else 'NOT met'}")
+        # The same load on an authenticated endpoint that does no retrieval: what the HTTP layer costs.
+        run_load(base, args, "HTTP layer alone (GET /vocabulary: key check + JSON, no graph)", [{}], "/vocabulary")
         if args.profile:
             profile_in_process(c, params)
         c.close()
