@@ -22,8 +22,7 @@ from pathlib import Path
 
 from agent.context import AgentContext, Direction, PriorExperience, ThoughtCard, gather
 from agent.generation import Generated, GenerationRequest, Generator, OfflineCandidateGenerator, Parent
-from agent.offline import Variant
-from agent.offline.base import REGISTRY
+from agent.offline import OfflineGenerator, Variant
 from agent.posterior import is_success, thompson_pick
 from agent.recorder import Recorder
 from agent.report import lineage, write_artifacts
@@ -280,10 +279,11 @@ class Optimizer:
                     description=f"earlier best for this task ({p.speedup:.2f}x)",
                 )
             )
+        offline = OfflineGenerator(state.task, state.target)
         for p in state.ctx.similar_tasks:
             if len(seeds) >= 3:
                 break
-            v = _transfer(p, state.task, state.target)
+            v = _transfer(p, offline)
             if v is not None and v.key not in {s.key for s in seeds}:
                 seeds.append(
                     Generated(
@@ -469,19 +469,15 @@ def _variant(spec: dict, code: str, cflags: list[str]) -> Variant | None:
     return Variant(family=spec["family"], knobs=spec.get("knobs") or {}, code=code, cflags=cflags)
 
 
-def _transfer(p: PriorExperience, task: KernelTask, target: TargetProfile) -> Variant | None:
-    """Re-render a similar task's best family knobs for this task (knob transfer across tasks)."""
+def _transfer(p: PriorExperience, gen: OfflineGenerator) -> Variant | None:
+    """Re-render another task's best family knobs for this task (knob transfer across tasks).
+
+    Knob values this task's family does not offer fall back to the family's defaults.
+    """
     family = p.variant.get("family")
-    if not family:
+    if not family or family not in gen.families() or family == "generic":
         return None
-    for factory in REGISTRY:
-        fam = factory()
-        if fam.name == family and fam.applies(task):
-            try:
-                return fam.render(task, target, dict(p.variant.get("knobs") or {}))
-            except (KeyError, ValueError, TypeError):
-                return None
-    return None
+    return gen.render(family, dict(p.variant.get("knobs") or {}))
 
 
 def _task_node(task: KernelTask) -> Task:
