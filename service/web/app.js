@@ -192,7 +192,9 @@ function openItem(kind, id) {
 }
 
 function showDetail(...children) {
-  $("detail-body").replaceChildren(...children);
+  // Optional sections arrive as null or as arrays of nodes: flatten and drop the empty ones.
+  const nodes = children.flat(2).filter((c) => c !== null && c !== undefined && c !== false);
+  $("detail-body").replaceChildren(...nodes);
   $("detail").classList.remove("hidden");
 }
 

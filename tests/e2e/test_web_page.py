@@ -110,6 +110,7 @@ def test_search_and_open_a_thought(page_server: str, browser: WebDriver, tmp_pat
     assert "OpenBLAS" in evidence and "a1a1a1a1a1" in evidence
     effects = browser.find_element(By.ID, "effects-table").text
     assert "k1-x60" in effects and "1.60×" in effects and "k3-x100" in effects
+    assert "null" not in browser.find_element(By.ID, "detail-body").text
     browser.save_screenshot(str(tmp_path / "thought.png"))
     assert (tmp_path / "thought.png").stat().st_size > 10_000
     assert page_errors(browser) == []
@@ -122,6 +123,10 @@ def test_experiences_list_pages(page_server: str, browser: WebDriver) -> None:
     browser.find_element(By.ID, "exp-go").click()
     wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#exp-rows tr")) == 25)  # the page size
     assert browser.find_element(By.ID, "exp-more").is_displayed() is False  # 25 of 25: no more pages
+    browser.find_element(By.CSS_SELECTOR, "#exp-rows tr:first-child").click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "detail-title"), "gemm attempt 24"))
+    detail = browser.find_element(By.ID, "detail-body").text
+    assert "timeout" in detail and "null" not in detail and "undefined" not in detail
 
 
 def test_a_wrong_key_shows_a_clear_message(page_server: str, browser: WebDriver) -> None:
