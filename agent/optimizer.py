@@ -281,7 +281,7 @@ class Optimizer:
             )
         offline = OfflineGenerator(state.task, state.target)
         for p in state.ctx.similar_tasks:
-            if len(seeds) >= 3:
+            if len(seeds) >= 2:
                 break
             v = _transfer(p, offline)
             if v is not None and v.key not in {s.key for s in seeds}:
@@ -298,12 +298,14 @@ class Optimizer:
 
     def _step(self, state: RunState, d: DirectionState, seed: Generated | None, emit: EventSink) -> None:
         with state.lock:
+            # Migration: a direction that stagnates, or has not started yet (e.g. after the seeds), takes the
+            # global best as its parent.
             if (
-                d.since_improvement >= MIGRATE_AFTER
+                (d.since_improvement >= MIGRATE_AFTER or d.evaluations == 0)
                 and state.best
                 and (state.best_speedup or 0) > (d.best.speedup or 0)
             ):
-                d.best = state.best  # migration: the global best becomes this direction's parent
+                d.best = state.best
                 d.since_improvement = 0
             parent = d.best
             thought = thompson_pick([t.stats for t in d.open_thoughts], d.rng)
