@@ -2,14 +2,14 @@
 
     api_graph     module: the test Neo4j emptied and seeded with a small, known graph (seed_api_graph)
     api_settings  module: Settings on that Neo4j with the test API keys and a private home
-    api_app       module: the real app (create_app) with the stand-in optimizer, lifespan entered
+    api_app       module: the real app (create_app) with the real agent.optimizer.Optimizer
     client        module: a TestClient on api_app (no key set: tests pass headers)
     live_api      module: the same kind of app served by uvicorn on 127.0.0.1:<free port>; yields base URL
 
 StandInOptimizer is honestly limited: it implements the agent's Optimizer API (create_run, execute,
-unfinished_runs, get_run, outcome) by recording synthetic experiences at a fixed pace. It compiles and
-evaluates nothing, and only the run-endpoint tests use it until agent/optimizer.py exists; the e2e page
-test uses the real Optimizer when it is importable.
+unfinished_runs, get_run, outcome) by recording synthetic experiences at a fixed pace, and compiles and
+evaluates nothing. Only test_api_runs.py uses it, for what the real agent cannot do on demand: a chosen
+pace, a crash, exact speedups. The e2e page test runs the real Optimizer (real clang + qemu evaluation).
 """
 
 from __future__ import annotations
@@ -521,8 +521,7 @@ def api_graph(api_container: Container) -> Container:
 def api_app(api_graph: Container) -> Iterator[FastAPI]:
     from service.api.app import create_app
 
-    app = create_app(container=api_graph, optimizer_factory=lambda c: StandInOptimizer(c))
-    yield app
+    yield create_app(container=api_graph)  # the real agent.optimizer.Optimizer
 
 
 @pytest.fixture(scope="module")
@@ -553,7 +552,7 @@ def serve_in_thread(app: FastAPI, port: int) -> tuple[Any, threading.Thread]:
 def live_api(api_graph: Container) -> Iterator[str]:
     from service.api.app import create_app
 
-    app = create_app(container=api_graph, optimizer_factory=lambda c: StandInOptimizer(c))
+    app = create_app(container=api_graph)  # the real agent.optimizer.Optimizer
     port = free_port()
     server, thread = serve_in_thread(app, port)
     try:
