@@ -227,3 +227,23 @@ def test_stopping_the_service_interrupts_a_run_and_the_next_start_resumes_it(gra
         assert sse(http, run_id)[-1]["event"] == "finished"
         detail = http.get(f"/runs/{run_id}", headers=READER).json()
         assert detail["status"] == "done" and detail["evaluations"] == 8
+
+
+def test_a_real_run_over_http(graph: Container) -> None:
+    """The real Optimizer behind the endpoint: offline generator, clang-22 + qemu evaluation on the K1."""
+    from knowledge.starter import starter_knowledge
+    from service.api.app import default_optimizer
+
+    graph.ingestor.ingest(*starter_knowledge())
+    with serve(graph, default_optimizer(graph)) as http:
+        run_id = start(http, budget=3, directions=1, generator="offline")
+        events = sse(http, run_id)
+        assert events[0]["event"] == "started" and events[-1]["event"] == "finished", events[-1]
+        evaluated = [e for e in events if e["event"] in ("evaluation", "improved")]
+        assert 1 <= len(evaluated) <= 3
+        detail = http.get(f"/runs/{run_id}", headers=READER).json()
+    assert detail["status"] == "done"
+    assert len(detail["history"]) == detail["evaluations"] == len(evaluated)
+    assert detail["best"] is not None, detail  # sscal always has a passing offline candidate
+    assert detail["lineage"][-1]["experience"] == detail["best"]["experience_id"]  # root first, best last
+    assert detail["best"]["speedup"] == pytest.approx(detail["best_speedup"])
