@@ -144,6 +144,26 @@ def test_writing_one_element_short_leaves_poison_that_is_reported(evaluator: Eva
     assert "never written" in r.feedback and "size rows=1, cols=1" in r.feedback
 
 
+def test_an_expected_nan_left_unwritten_is_caught(evaluator: Evaluator) -> None:
+    # fp16_to_fp32 inputs include NaN bit patterns: skipping them leaves the NaN poison in place, which
+    # must not pass as "both NaN".
+    code = (
+        "#include <stdint.h>\n#include <string.h>\n"
+        "void fp16_to_fp32(int n, const uint16_t *x, float *y) {\n"
+        "  for (int i = 0; i < n; i++) {\n"
+        "    uint32_t e = (x[i] >> 10) & 0x1f, m = x[i] & 0x3ff;\n"
+        "    if (e == 31 && m) continue;  /* NaN: skipped */\n"
+        "    uint32_t s = (uint32_t)(x[i] >> 15) << 31, b;\n"
+        "    if (e == 0) { if (!m) b = s; else { int k = -1; do { k++; m <<= 1; } while (!(m & 0x400));\n"
+        "      b = s | (uint32_t)(112 - k) << 23 | (m & 0x3ff) << 13; } }\n"
+        "    else if (e == 31) b = s | 0x7f800000u; else b = s | (e + 112) << 23 | m << 13;\n"
+        "    memcpy(&y[i], &b, 4); } }\n"
+    )
+    r = run(evaluator, "fp16_to_fp32", code, timing=False)
+    assert r.status == EvalStatus.WRONG, r.feedback
+    assert "never written" in r.feedback
+
+
 def test_a_tiny_all_zero_output_fails_on_the_normalized_error(evaluator: Evaluator, tmp_path: Path) -> None:
     # With atol = 1e-2 every expected value of a 4099-column softmax (at most ~5e-3) is "within atol" of
     # zero: only the normalized error can tell that a kernel writing zeros there is wrong.
