@@ -13,7 +13,7 @@ import math
 import re
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import accumulate
 from operator import add
@@ -347,7 +347,7 @@ _INTRINSIC_RX = re.compile(
 _LMUL_RX = re.compile(r"\b(?:v(?:float|int|uint)\d+|e\d+)m(f?\d)\b|vsetvl\w*_e\d+m(f?\d)")
 _ACC_RX = re.compile(r"\b(?:v?acc(?:um)?|v?sum|vres|res|c|vc|vy|t)_?(\d{1,2})\b")
 _UNROLL_RX = re.compile(r"\[\s*\w+\s*\+\s*(\d+)\s*\]|\+=\s*(4|8|16|32|64)\s*[;)]")
-_TOKEN_RX = re.compile(r"[A-Za-z_][\w.]*")
+TOKEN_RX = re.compile(r"[A-Za-z_][\w.]*")
 TECHNIQUE_MSG: dict[Technique, re.Pattern[str]] = {
     Technique.VECTORIZE: re.compile(
         r"vectori[sz]|\bsimd\b|intrinsic|\b(?:rvv|avx2?|avx-?512|neon|sve|lsx|lasx|vsx|"
@@ -491,7 +491,7 @@ def diff_stats(patch: str, keep_file: Callable[[str], bool] | None = None) -> Di
         if add_budget <= 0 and rem_budget <= 0:
             break
     a, r = "\n".join(added), "\n".join(removed)
-    at, rt = Counter(_TOKEN_RX.findall(a)), Counter(_TOKEN_RX.findall(r))
+    at, rt = Counter(TOKEN_RX.findall(a)), Counter(TOKEN_RX.findall(r))
     av, rv = " ".join(at), " ".join(rt)
     ai = sum(at.get(m, 1) for m in _INTRINSIC_RX.findall(av))
     ri = sum(rt.get(m, 1) for m in _INTRINSIC_RX.findall(rv))
@@ -501,19 +501,20 @@ def diff_stats(patch: str, keep_file: Callable[[str], bool] | None = None) -> Di
 HUNK_MAX_LINES = 400
 
 
-def diff_hunks(patch: str, keep_file: Callable[[str], bool] | None = None) -> list[tuple[str, str]]:
-    """(file, hunk text) in order, each hunk at most HUNK_MAX_LINES lines: the distiller's example source."""
-    hunks: list[tuple[str, str]] = []
+def diff_hunks(patch: str, keep_file: Callable[[str], bool] | None = None) -> Iterator[tuple[str, str]]:
+    """(file, hunk text) in order, each hunk at most HUNK_MAX_LINES lines: the distiller's example source.
+
+    A generator: the distiller stops reading a big patch once it has seen enough code.
+    """
     for path, body in _file_sections(patch, keep_file):
         for chunk in ("\n" + body).split("\n@")[1:]:
-            lines = ("@" + chunk).split("\n")
-            kept = [lines[0]] + [ln for ln in lines[1:] if ln[:1] in ("+", "-", " ") and not _is_header(ln)]
-            hunks.append((path, "\n".join(kept[:HUNK_MAX_LINES])))
-    return hunks
+            text = "\n".join(("@" + chunk).split("\n", HUNK_MAX_LINES)[:HUNK_MAX_LINES]).rstrip("\n")
+            if "\n\\" in text:  # "\ No newline at end of file" markers are not code
+                text = _NO_NEWLINE_RX.sub("", text)
+            yield path, text
 
 
-def _is_header(line: str) -> bool:
-    return line.startswith(("+++ ", "--- "))
+_NO_NEWLINE_RX = re.compile(r"\n\\[^\n]*")
 
 
 def detect_techniques(message: str, diff: DiffStats, paths: list[str]) -> tuple[list[Technique], list[str]]:
@@ -609,11 +610,13 @@ class Triage:
     candidate: bool
     kinds: dict[str, str]  # path -> file kind
     patch_paths: list[str]  # source files worth reading (not vendored, not binary, not huge)
-    avoid_paths: list[str]  # source files too big to read (generated tables, vendored drops)
+    avoid_paths: list[str]  # source files not to diff: too big, or past the patch cap of a huge commit
     meta: MetaSignals
 
 
-MAX_DIFF_BONUS = 2.0  # the most the diff can add (intrinsics 1.0 + techniques seen in code 1.0)
+BIG_COMMIT_LINES = 12_000  # changed lines that fill the 400 kB patch cap: beyond them nothing is read
+CODE_TECHNIQUE_BONUS = 1.0  # the most techniques seen in the added code can add
+MAX_DIFF_BONUS = 1.0 + CODE_TECHNIQUE_BONUS  # the most the diff can add (intrinsics 1.0 + techniques)
 
 
 @dataclass(slots=True)
@@ -696,6 +699,18 @@ def triage(c: RawCommit, profile: LibraryProfile, max_file_lines: int) -> Triage
     by_path = {f.path: f for f in c.files}
     huge = [p for p in meta.code_paths if _lines(by_path[p]) > max_file_lines]
     wanted = [p for p in meta.code_paths if not by_path[p].binary and _lines(by_path[p]) <= max_file_lines]
+    if sum(_lines(by_path[p]) for p in wanted) > BIG_COMMIT_LINES:
+        # An import of a whole library: only the first files (in git's path order) fit in the patch cap
+        # anyway, so only those are diffed; git would otherwise write tens of megabytes nobody reads.
+        keep: list[str] = []
+        used = 0
+        for p in sorted(wanted):
+            if keep and used + _lines(by_path[p]) > BIG_COMMIT_LINES:
+                break
+            keep.append(p)
+            used += _lines(by_path[p])
+        huge += [p for p in wanted if p not in set(keep)]
+        wanted = keep
     return Triage(True, kinds, wanted, huge, meta)
 
 
@@ -717,10 +732,15 @@ def classify(c: RawCommit, profile: LibraryProfile, tri: Triage, patch: str) -> 
     net_intr = diff.added_intrinsics - diff.removed_intrinsics
     if net_intr >= 8:
         add(1.0, f"adds {net_intr} SIMD intrinsic calls")
+    if score + CODE_TECHNIQUE_BONUS < THRESHOLD:
+        # Settled: even every technique signal could not lift it. Half the candidates end here, and the
+        # technique patterns are the costliest part of classifying; the score is then a lower bound.
+        reasons.append("diff techniques not examined: they could not reach the threshold")
+        return Classification(round(score, 2), False, reasons, perf_claims=meta.claims)
     techniques, tech_reasons = detect_techniques(c.message, diff, meta.code_paths)
     code_techs = [r for r in tech_reasons if "message says" not in r]
     if code_techs:
-        add(min(1.0, 0.5 * len(code_techs)), f"diff shows {'; '.join(code_techs[:3])}")
+        add(min(CODE_TECHNIQUE_BONUS, 0.5 * len(code_techs)), f"diff shows {'; '.join(code_techs[:3])}")
     is_opt = score >= THRESHOLD
     if not is_opt:  # ISA/operator/technique detail is only kept for optimization commits
         return Classification(round(score, 2), False, reasons, perf_claims=meta.claims)

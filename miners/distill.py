@@ -7,14 +7,14 @@ same evidence again, or more of it later, merges into the same nodes instead of 
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from knowledge.taxonomy import ISA_FAMILY, TECHNIQUE_DESCRIPTIONS, Isa, Operator, Technique
-from miners.classify import TECHNIQUE_CODE, Classification, diff_hunks, geometric_mean
+from miners.classify import TECHNIQUE_CODE, TOKEN_RX, Classification, diff_hunks, geometric_mean
 
 EXAMPLE_MAX_LINES = 40
 FAMILY_NAMES = {
@@ -110,14 +110,45 @@ class Evidence:
     title: str
     classification: Classification
     patch: str = ""
+    code_paths: frozenset[str] | None = None  # examples come from these files only (None: every file)
     insight: str | None = None  # the LLM's one-paragraph lesson, when --llm
-    _hunks: list[tuple[str, str]] | None = None
+    _hunks: list[_Hunk] | None = None
 
-    def hunks(self) -> list[tuple[str, str]]:
-        """The patch's hunks, split once: every thought this commit evidences looks at them."""
+    def hunks(self) -> list[_Hunk]:
+        """The patch's hunks with what ranking needs, computed once: several thoughts look at them."""
         if self._hunks is None:
-            self._hunks = diff_hunks(self.patch)
+            keep = self.code_paths.__contains__ if self.code_paths is not None else None
+            self._hunks = []
+            budget = EXAMPLE_SCAN_CHARS
+            for path, text in diff_hunks(self.patch, keep):
+                changed = "\n".join(_CHANGED_RX.findall(text))
+                if not changed:
+                    continue
+                tokens = Counter(TOKEN_RX.findall(changed))
+                vocab = " ".join(tokens)
+                intr = sum(tokens.get(m, 1) for m in _EXAMPLE_INTRINSIC_RX.findall(vocab))
+                self._hunks.append(_Hunk(path, text, changed.count("\n") + 1, intr, tokens, vocab))
+                budget -= len(changed)
+                if budget <= 0:
+                    break
         return self._hunks
+
+
+_CHANGED_RX = re.compile(r"^[+-].*", re.M)
+EXAMPLE_SCAN_CHARS = 40_000  # changed code per commit searched for an example (the best is near the top)
+
+
+@dataclass(frozen=True, slots=True)
+class _Hunk:
+    path: str
+    text: str
+    n_changed: int  # +/- lines
+    intrinsics: int
+    tokens: Counter[str]  # identifiers of the +/- lines -> occurrences
+    vocab: str  # the distinct tokens: technique patterns are token-level, so they scan this, not the text
+
+    def hits(self, rx: re.Pattern[str]) -> int:
+        return sum(self.tokens.get(m, 1) for m in rx.findall(self.vocab))
 
 
 @dataclass(slots=True)
@@ -238,16 +269,11 @@ def pick_example(tech: Technique, evs: Sequence[Evidence]) -> tuple[str, str]:
     for e in evs[:8]:
         if not e.patch:
             continue
-        for path, hunk in e.hunks():
-            changed = [ln for ln in hunk.split("\n") if ln[:1] in "+-"]
-            if not changed:
-                continue
-            text = "\n".join(changed)
-            hits = len(rx.findall(text)) if rx else 0
-            intr = len(_EXAMPLE_INTRINSIC_RX.findall(text))
-            rank = hits * 10 + min(intr, 20) + min(len(changed), 30) // 10
+        for h in e.hunks():
+            hits = h.hits(rx) if rx else 0
+            rank = hits * 10 + min(h.intrinsics, 20) + min(h.n_changed, 30) // 10
             if best is None or rank > best[0]:
-                best = (rank, e.sha, path, hunk)
+                best = (rank, e.sha, h.path, h.text)
     if best is None:
         return "", ""
     _, sha, path, hunk = best

@@ -138,10 +138,11 @@ class Miner:
         writer.put([_repository(handle, profile, stored, stored.last_mined_head if stored else None)])
         walked: list[str] = []
         try:
-            candidates = self._walk(handle, profile, revs, opts, warnings, report, writer, walked)
+            candidates = self._walk(handle, profile, revs, opts, warnings, report, writer, walked, t0)
         finally:
             writer.close()
-        report.timings["walk_and_classify"] = round(time.perf_counter() - t0, 3)
+        report.timings["walk_and_classify"] = round(time.perf_counter() - t0, 3)  # commits written too
+        report.timings["writer_thread_cpu_s"] = round(writer.cpu_s, 3)
         report.new_commits = len(walked) - len(mined_before(walked))
         self._write(handle, profile, head, revs, candidates, walked, opts, embedder, report, stored)
         report.warnings = warnings.messages
@@ -202,6 +203,7 @@ class Miner:
         report: MineReport,
         writer: _GraphWriter,
         walked: list[str],
+        t0: float,
     ) -> list[MinedCommit]:
         """Walk and triage on this thread; candidates are classified and written by the helper threads."""
         total = gitwalk.count_commits(handle, revs)
@@ -217,9 +219,14 @@ class Miner:
             writer.put([_commit_node(handle.name, m) for m in batch])
 
         raws = gitwalk.walk_commits(handle, revs, warnings, limit=opts.limit)
+        stamps: dict[str, float] = {}
         candidates = classify_commits(
-            handle, profile, raws, warnings, opts, keep_all=False, on_commit=seen, on_batch=store
+            handle, profile, raws, warnings, opts, keep_all=False, on_commit=seen, on_batch=store, timings=stamps
         )
+        report.timings["walk"] = round(stamps["walk_end"] - t0, 3)
+        report.timings["classified"] = round(stamps["classified_end"] - t0, 3)
+        for k in ("walk_cpu_s", "patches_thread_cpu_s", "classify_thread_cpu_s"):
+            report.timings[k] = round(stamps[k], 3)
         self.progress.update("reading commits", len(walked), len(walked))
         report.commits_read = len(walked)
         report.candidates = len(candidates)
@@ -246,19 +253,21 @@ class Miner:
         by_isa: Counter[str] = Counter(str(i) for m in opt for i in (m.classification.isas or ["generic"]))
         report.optimization_by_isa = dict(sorted(by_isa.items(), key=lambda kv: -kv[1]))
 
-        evidence = [
-            Evidence(m.raw.sha, handle.name, m.raw.title, m.classification, m.patch)
+        evidence = [  # examples come from the files the classifier read
+            Evidence(m.raw.sha, handle.name, m.raw.title, m.classification, m.patch, frozenset(m.triage.patch_paths))
             for m in opt
             if m.classification.techniques and not gpu_only([f.path for f in m.raw.files])
         ]
         if opts.llm and evidence:
             self._llm(evidence, report)
+        t_distill = time.perf_counter()
         drafts = build_thoughts(evidence)
         known = self.store.existing_keys("Thought", list(drafts))
         hosts = self._graph_hosts(drafts, known)
         embedder = embedder_future.result()
         merged = merge_near_duplicates(drafts, embedder.embed, opts.merge_threshold, keep=known, graph=hosts)
         report.thoughts_merged = sum(len(d.merged_from) for d in merged.values())
+        report.timings["distill"] = round(time.perf_counter() - t_distill, 3)
         thoughts = self._merge_with_graph(merged)
         existed = known | {h.id for h in hosts}
         report.thoughts_created = len([t for t in thoughts if t.id not in existed])
@@ -364,15 +373,18 @@ def classify_commits(
     keep_all: bool = True,
     on_commit: Callable[[MinedCommit], None] | None = None,
     on_batch: Callable[[list[MinedCommit]], None] | None = None,
+    timings: dict[str, float] | None = None,
 ) -> list[MinedCommit]:
     """Triage every commit as it arrives; fetch patches of the candidates and classify them meanwhile.
 
     Returns every commit (`keep_all`) or only the candidates, in walk order, all classified. `on_batch`
-    receives each classified batch of candidates (from a helper thread) as soon as it is done.
+    receives each classified batch of candidates (from a helper thread) as soon as it is done. `timings`
+    receives when the walk and the classification ended (perf_counter) and the CPU seconds of each thread.
     """
     opts = opts or MineOptions()
     pipe = _CandidatePipeline(handle, profile, warnings, opts.max_patch_bytes, on_batch)
     out: list[MinedCommit] = []
+    cpu0 = time.thread_time()
     try:
         for raw in raws:
             tri = triage(raw, profile, opts.max_file_lines)
@@ -385,8 +397,17 @@ def classify_commits(
                 out.append(mc)
             if on_commit:
                 on_commit(mc)
+        walk_cpu, walk_end = time.thread_time() - cpu0, time.perf_counter()
     finally:
         pipe.finish()
+    if timings is not None:
+        timings.update(
+            walk_end=walk_end,
+            walk_cpu_s=walk_cpu,
+            classified_end=time.perf_counter(),
+            patches_thread_cpu_s=pipe.fetcher.cpu_s,
+            classify_thread_cpu_s=pipe.classifier.cpu_s,
+        )
     return out
 
 
@@ -483,6 +504,7 @@ class _Stage:
         self.work = work
         self.q: queue.Queue[Any] = queue.Queue(maxsize)
         self.error: BaseException | None = None
+        self.cpu_s = 0.0  # CPU time the thread used (the profile of where a run's time goes)
         self.thread = threading.Thread(target=self._run, daemon=True, name=name)
         self.thread.start()
 
@@ -504,6 +526,7 @@ class _Stage:
                     self.work(item)
                 except BaseException as e:
                     self.error = e
+        self.cpu_s = time.thread_time()
 
 
 _END = object()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 
 from knowledge.taxonomy import Isa
 
@@ -172,7 +171,10 @@ def detect_library(name: str, top_paths: set[str]) -> LibraryProfile:
 
 
 def suffix(path: str) -> str:
-    s = PurePosixPath(path).suffix
+    """The file extension as PurePosixPath.suffix gives it (string ops: this runs for every changed file)."""
+    name = path.rsplit("/", 1)[-1]
+    i = name.rfind(".")
+    s = name[i:] if 0 < i < len(name) - 1 else ""
     return s if s in (".S", ".s") else s.lower()
 
 
@@ -186,11 +188,23 @@ def is_vendored(path: str, profile: LibraryProfile) -> bool:
 
 def file_kind(path: str, profile: LibraryProfile) -> str:
     """One of: vendored, test, doc, build, kernel, source, other."""
+    # The same paths change again and again over a history: remember each one's kind.
+    cache = _KIND_CACHE.setdefault(profile.name, {})
+    kind = cache.get(path)
+    if kind is None:
+        kind = cache[path] = _file_kind(path, profile)
+    return kind
+
+
+_KIND_CACHE: dict[str, dict[str, str]] = {}
+
+
+def _file_kind(path: str, profile: LibraryProfile) -> str:
     if is_vendored(path, profile):
         return "vendored"
     if TEST_RE.search(path):
         return "test"
-    if BUILD_RE.search(path) or PurePosixPath(path).name.startswith("KERNEL"):
+    if BUILD_RE.search(path) or path.rsplit("/", 1)[-1].startswith("KERNEL"):
         return "build"
     if profile.kernel_arch(path) is not None and is_source(path):
         return "kernel"

@@ -87,7 +87,7 @@ def test_a_new_thought_folds_into_a_near_duplicate_already_in_the_graph(containe
     warnings = gitwalk.WalkWarnings()
     mined = classify_commits(handle, OPENBLAS, gitwalk.walk_commits(handle, ["HEAD"], warnings), warnings)
     evidence = [
-        Evidence(m.raw.sha, "test/k", m.raw.title, m.classification, m.patch)
+        Evidence(m.raw.sha, "test/k", m.raw.title, m.classification, m.patch, frozenset(m.triage.patch_paths))
         for m in mined
         if m.classification.is_optimization
     ]
