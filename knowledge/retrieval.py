@@ -18,6 +18,7 @@ from knowledge.vector_index import VectorIndex
 Kind = Literal["thought", "idea", "experience"]
 KIND_LABEL: dict[str, str] = {"thought": "Thought", "idea": "Idea", "experience": "Experience"}
 LABEL_KIND = {v: k for k, v in KIND_LABEL.items()}
+EXPANSION_FANOUT = 5  # thoughts per matched idea that graph expansion may add
 RRF_K = 60  # the usual reciprocal-rank constant: flattens the head so no single ranker dominates
 Read = Callable[..., list[dict[str, Any]]]  # q(cypher, **params) inside one read transaction
 
@@ -147,16 +148,27 @@ class Retriever:
             return
         where = f.attribute_filters("Thought")
         cond = "".join(f" AND t.{_attr_prop(a)} = ${a}" for a in where)
-        rows = q(
-            "MATCH (i:Idea)-[:HAS_THOUGHT]->(t:Thought) WHERE (t.id IN $tids OR i.id IN $iids)"
-            + cond
-            + " RETURN i.id AS idea, t.id AS thought",
-            tids=thought_ids,
-            iids=idea_ids,
-            **where,
+        # Two index-backed lookups (an OR across both ids defeats the indexes), and a bounded fan-out: an
+        # idea with thousands of thoughts lends its score to a few of them, not to all.
+        rows = (
+            q(
+                "UNWIND $tids AS tid MATCH (i:Idea)-[:HAS_THOUGHT]->(t:Thought {id: tid}) "
+                "RETURN i.id AS idea, t.id AS thought",
+                tids=thought_ids,
+            )
+            if thought_ids and "Idea" in labels
+            else []
         )
-        for r in rows:
-            t, i = ("Thought", r["thought"]), ("Idea", r["idea"])
+        if idea_ids and "Thought" in labels:
+            rows += q(
+                "UNWIND $iids AS iid MATCH (i:Idea {id: iid}) CALL (i) { MATCH (i)-[:HAS_THOUGHT]->(t:Thought) "
+                f"WHERE true{cond} RETURN t LIMIT $fanout }} RETURN i.id AS idea, t.id AS thought",
+                iids=idea_ids,
+                fanout=EXPANSION_FANOUT,
+                **where,
+            )
+        for idea, thought in dict.fromkeys((r["idea"], r["thought"]) for r in rows):
+            t, i = ("Thought", thought), ("Idea", idea)
             if t in fused and "Idea" in labels:
                 _lend(fused, ranks, i, fused[t])
             if i in fused and "Thought" in labels:
@@ -219,11 +231,9 @@ RETURN id, t {.id, .idea_id, .title, .description, .example_code, .technique, .i
 """
 _IDEA_DETAILS = """
 UNWIND $ids AS id MATCH (i:Idea {id: id})
-OPTIONAL MATCH (i)-[:HAS_THOUGHT]->(t:Thought)
-WITH i, id, t ORDER BY t.evidence_commits DESC
+CALL (i) { OPTIONAL MATCH (i)-[:HAS_THOUGHT]->(t:Thought) RETURN t LIMIT 8 }
 RETURN id, i {.id, .title, .principle, .techniques, .source} AS node,
-       collect(t {.id, .title, .technique, .isa, .operator, .evidence_commits})[..8] AS evidence,
-       sum(t.evidence_commits) AS evidence_commits
+       collect(t {.id, .title, .technique, .isa, .operator, .evidence_commits}) AS evidence
 """
 _EXPERIENCE_DETAILS = """
 UNWIND $ids AS id MATCH (x:Experience {id: id})

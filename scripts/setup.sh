@@ -10,6 +10,7 @@ APT_PACKAGES=(
   openssh-server openssh-client                            # the ssh runner and its local stand-in board
   chromium chromium-driver                                 # the web page test
   openjdk-17-jdk-headless maven                            # the local Neo4j
+  docker-compose                                           # validates docker-compose.yml (no engine needed)
   git util-linux procps coreutils libc6-dev
 )
 missing=()
