@@ -70,14 +70,19 @@ def _load_knowledge(container, log) -> str:
 
 
 def _serve(container, settings, log) -> None:
+    import secrets
+
     import uvicorn
 
     from service.api.app import create_app
 
-    log.print(
-        f"[bold]4/4[/] serving the API on http://{settings.api_host}:{settings.api_port}/docs "
-        f"and the page on http://{settings.api_host}:{settings.api_port}/ (Ctrl-C stops)"
-    )
-    uvicorn.run(
-        create_app(settings, container=container), host=settings.api_host, port=settings.api_port, log_level="warning"
-    )
+    if not settings.api_keys:
+        # Every endpoint but /health needs a key: make one for this session so the page is usable at once.
+        key = f"eok-{secrets.token_urlsafe(18)}"
+        settings = settings.model_copy(update={"api_keys": {key: "operator"}})
+        container.settings = settings
+        log.print(f"      no EOK_API_KEYS set: this session's operator key is [bold]{key}[/]")
+    url = f"http://{settings.api_host}:{settings.api_port}"
+    log.print(f"[bold]4/4[/] serving the API on {url}/docs and the page on {url}/ (Ctrl-C stops)")
+    app = create_app(settings, container=container)
+    uvicorn.run(app, host=settings.api_host, port=settings.api_port, log_level="warning", timeout_graceful_shutdown=10)
