@@ -44,6 +44,7 @@ class Generated:
     variant: Variant | None = None
     description: str = ""
     error: str | None = None  # nothing usable was produced: why
+    reserved: bool = False  # the key was already claimed in the run's tried set when it was proposed
     llm_calls: int = 0
     llm_tokens: int = 0
 

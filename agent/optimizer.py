@@ -313,25 +313,30 @@ class Optimizer:
             step = state.step
             state.step += 1
         gen = seed or self._generate(state, d, card, parent)
-        if gen.error and not gen.llm_calls:
-            with state.lock:
-                d.exhausted.add(card.id)  # offline: nothing left for this thought; costs no evaluation
-            return
         with state.lock:
-            if gen.key in state.tried and not gen.error:
-                d.exhausted.add(card.id)
+            if gen.error and not gen.llm_calls:
+                d.exhausted.add(card.id)  # offline: nothing untried left for this thought; costs no evaluation
                 return
+            if gen.key in state.tried and not gen.error and not gen.reserved:
+                return  # a duplicate (an LLM repeating itself, a seed already measured): not evaluated again
             state.tried.add(gen.key)
         result = self._evaluate(state, gen) if not gen.error else None
         # A seed re-measures earlier experience: it is no trial of the sampled thought, so it credits none.
         self._record(state, d, None if seed else card, parent, gen, result, step, emit)
 
     def _generate(self, state: RunState, d: DirectionState, card: ThoughtCard, parent: Parent) -> Generated:
-        req = GenerationRequest(state.task, state.target, card, parent, state.ctx, set(state.tried), d.rng)
         generator = self._generator_for(state.run)
         if isinstance(generator, OfflineCandidateGenerator):
-            with state.lock:  # cheap and deterministic per direction
-                return generator.generate(req)
+            # Propose against the live set of tried keys and reserve the result in the same critical
+            # section, so two directions never propose the same variant at once (proposals are cheap).
+            with state.lock:
+                req = GenerationRequest(state.task, state.target, card, parent, state.ctx, state.tried, d.rng)
+                gen = generator.generate(req)
+                if not gen.error:
+                    state.tried.add(gen.key)
+                    gen.reserved = True
+            return gen
+        req = GenerationRequest(state.task, state.target, card, parent, state.ctx, set(state.tried), d.rng)
         return generator.generate(req)
 
     def _evaluate(self, state: RunState, gen: Generated) -> EvalResult:
