@@ -308,6 +308,8 @@ class Optimizer:
                 d.best = state.best
                 d.since_improvement = 0
             parent = d.best
+            if not d.open_thoughts:
+                return  # exhausted by a step that finished after this one was queued
             thought = thompson_pick([t.stats for t in d.open_thoughts], d.rng)
             card = next(t for t in d.open_thoughts if t.stats is thought)
             step = state.step
