@@ -37,6 +37,7 @@ from service.bootstrap import Container
 
 log = logging.getLogger(__name__)
 EventSink = Callable[[ProgressEvent], None]
+MAX_IDLE_STEPS = 200  # a generator that only repeats itself ends the run instead of spinning
 MIGRATE_AFTER = 3  # evaluations without improvement before a direction adopts the global best
 FINISHED = {RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED}
 
@@ -70,6 +71,7 @@ class RunState:
     step: int = 0
     llm_calls: int = 0
     llm_tokens: int = 0
+    idle_steps: int = 0  # steps in a row that evaluated nothing (duplicates, exhausted thoughts)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -250,6 +252,7 @@ class Optimizer:
                     and len(state.history) + len(pending) < budget
                     and not cancel.is_set()
                     and not _stagnant(state.history, patience)
+                    and state.idle_steps <= MAX_IDLE_STEPS
                 ):
                     live = [d for d in state.directions if d.open_thoughts]
                     if not live:
@@ -318,10 +321,13 @@ class Optimizer:
         with state.lock:
             if gen.error and not gen.llm_calls:
                 d.exhausted.add(card.id)  # offline: nothing untried left for this thought; costs no evaluation
+                state.idle_steps += 1
                 return
             if gen.key in state.tried and not gen.error and not gen.reserved:
+                state.idle_steps += 1
                 return  # a duplicate (an LLM repeating itself, a seed already measured): not evaluated again
             state.tried.add(gen.key)
+            state.idle_steps = 0
         result = self._evaluate(state, gen) if not gen.error else None
         # A seed re-measures earlier experience: it is no trial of the sampled thought, so it credits none.
         self._record(state, d, None if seed else card, parent, gen, result, step, emit)
