@@ -95,7 +95,12 @@ class GraphStore:
             raise _unreachable(self.uri, e) from e
 
     def read(self, cypher: str, **params: Any) -> list[dict]:
-        return self._run(cypher, params, write=False)
+        """One read in an auto-commit transaction: a single round trip (a managed one costs three)."""
+        try:
+            with self._driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as s:
+                return [r.data() for r in s.run(cypher, params)]
+        except _RETRYABLE as e:
+            raise _unreachable(self.uri, e) from e
 
     def write(self, cypher: str, **params: Any) -> list[dict]:
         return self._run(cypher, params, write=True)
