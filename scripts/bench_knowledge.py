@@ -28,38 +28,33 @@ from knowledge.retrieval import SearchFilters
 from knowledge.taxonomy import Isa, Operator, Technique
 from service.bootstrap import Container
 
-WORDS = [
-    "vector",
-    "accumulate",
-    "unroll",
-    "tile",
-    "pack",
-    "prefetch",
-    "fuse",
-    "reduce",
-    "widen",
-    "tail",
-    "align",
-    "thread",
-    "stride",
-    "gemm",
-    "gemv",
-    "dot",
-    "softmax",
-    "norm",
-    "conv",
-    "lmul",
-    "vfmacc",
-    "vle32",
-    "vfredusum",
-    "register",
-    "block",
-    "cache",
-    "latency",
-    "throughput",
-    "quantized",
-    "int8",
+DOMAIN = (
+    "vector accumulate unroll tile pack prefetch fuse reduce widen tail align thread stride gemm gemv dot softmax "
+    "norm conv lmul register block cache latency throughput quantized int8 kernel loop load store broadcast "
+    "interleave transpose panel microkernel epilogue mask slide gather scatter polynomial exponent reciprocal"
+).split()
+INTRINSICS = [
+    f"__riscv_{op}_{t}m{m}"
+    for op in (
+        "vle32_v",
+        "vse32_v",
+        "vfmacc_vv",
+        "vfmacc_vf",
+        "vfredusum_vs",
+        "vfadd_vv",
+        "vfmul_vf",
+        "vwmul_vv",
+        "vwredsum_vs",
+        "vlse32_v",
+    )
+    for t in ("f32", "i16", "i8")
+    for m in (1, 2, 4, 8)
 ]
+# Text like a mined corpus: a few common domain words and a long tail of identifiers (kernel, file and
+# symbol names), so a word matches a fraction of the documents, not all of them.
+WORDS = DOMAIN + INTRINSICS + [f"sym{i}" for i in range(3000)]
+WEIGHTS = 1.0 / np.arange(1, len(WORDS) + 1) ** 0.9
+WEIGHTS /= WEIGHTS.sum()
 
 
 def make_thoughts(n: int, rng: np.random.Generator) -> tuple[list, list, dict[str, np.ndarray]]:
@@ -69,7 +64,7 @@ def make_thoughts(n: int, rng: np.random.Generator) -> tuple[list, list, dict[st
     rels, vecs = [], {}
     for i in range(n):
         t = techs[i % len(techs)]
-        words = " ".join(rng.choice(WORDS, 8))
+        words = " ".join(rng.choice(WORDS, 8, p=WEIGHTS))
         th = Thought(
             id=f"t{i:06d}",
             idea_id=f"idea:{t.value}",
@@ -125,7 +120,7 @@ def main() -> None:
     action = c.index.ensure_fresh()
     print(f"faiss index {action} from the graph in {time.perf_counter() - t0:.1f} s ({c.index.size} vectors)")
 
-    queries = [" ".join(rng.choice(WORDS, 4)) for _ in range(args.queries)]
+    queries = [" ".join(rng.choice(WORDS, 4, p=WEIGHTS)) for _ in range(args.queries)]
     filters = [None, SearchFilters(isa="rvv"), SearchFilters(operator="gemv", kind="thought")]
     c.retriever.search(queries[0], k=10)  # warm the model and caches
     lat = []
