@@ -98,7 +98,7 @@ def page_errors(driver: WebDriver) -> list[str]:
 def test_search_and_open_a_thought(page_server: str, browser: WebDriver, tmp_path: Path) -> None:
     wait = use_key(browser, page_server, READER_KEY)
     assert browser.find_element(By.ID, "key-status").text == "key accepted"
-    assert "thoughts" in browser.find_element(By.ID, "health").text
+    wait.until(lambda d: "thoughts" in d.find_element(By.ID, "health").text)  # filled asynchronously
     Select(browser.find_element(By.ID, "search-target")).select_by_value("k1-x60")
     browser.find_element(By.ID, "search-q").send_keys("LMUL row sweep for gemv")
     browser.find_element(By.ID, "search-go").click()
