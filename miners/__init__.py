@@ -1,11 +1,30 @@
 """Miners: any git history -> classified optimization commits -> ideas and thoughts in the graph.
 
 Public API:
-    Miner(store, embedder_factory, settings, progress=None).mine(spec, MineOptions(...)) -> MineReport
+    Miner(store, embedder_factory, settings, progress=None).mine(spec, MineOptions(...), early=None) -> MineReport
+    classify_commits(handle, profile, raws, warnings, opts)            (miners.pipeline)
     classify(raw, profile, triage, patch) / parse_perf_claims(text)   (miners.classify)
-    walk_commits(handle, revs, warnings)                                (miners.gitwalk)
+    walk_commits(handle, revs, warnings) / EarlyWalk.start(spec)      (miners.gitwalk)
+
+The pipeline (and with it the graph driver) is imported on first use of Miner, MineOptions or MineReport,
+so `eok` can start git on a repository before paying for those imports.
 """
 
-from miners.pipeline import LIBRARIES, MineOptions, Miner, MineReport
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+LIBRARIES = ("auto", "openblas", "ggml", "onnxruntime", "generic")
+
+if TYPE_CHECKING:
+    from miners.pipeline import MineOptions, Miner, MineReport
 
 __all__ = ["LIBRARIES", "MineOptions", "MineReport", "Miner"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("MineOptions", "MineReport", "Miner"):
+        from miners import pipeline
+
+        return getattr(pipeline, name)
+    raise AttributeError(f"module 'miners' has no attribute {name!r}")

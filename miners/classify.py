@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import accumulate
 from operator import add
+from typing import Any
 
 from knowledge.taxonomy import Isa, Operator, Technique
 from miners.gitwalk import FileChange, RawCommit
@@ -230,9 +231,15 @@ ISA_SUBSUMES: dict[Isa, tuple[Isa, ...]] = {
 ISA_ORDER = list(ISA_CODE)
 
 
-def detect_isas(code: str, message: str, arch_dirs: set[str], file_names: str) -> list[Isa]:
-    """ISAs from added code first; the message, file names and arch folders fill in when the code is silent."""
-    found: set[Isa] = {isa for isa, rx in ISA_CODE.items() if rx.search(code)}
+def detect_isas(
+    code: str, message: str, arch_dirs: set[str], file_names: str, signals: _Signals | None = None
+) -> list[Isa]:
+    """ISAs from added code first; the message, file names and arch folders fill in when the code is silent.
+
+    `code` is the added code's vocabulary; `signals`, when given, its token signals (DiffStats), which
+    then stand in for scanning `code` with every ISA pattern.
+    """
+    found: set[Isa] = _code_isas(code, signals)
     found |= {isa for isa, rx in ISA_WORDS.items() if rx.search(message)}
     found |= {isa for isa, rx in ISA_CODE.items() if rx.search(file_names)}
     if not found:
@@ -241,6 +248,17 @@ def detect_isas(code: str, message: str, arch_dirs: set[str], file_names: str) -
         for weaker in ISA_SUBSUMES.get(isa, ()):
             found.discard(weaker)
     return [isa for isa in ISA_ORDER if isa in found]
+
+
+def _code_isas(code: str, signals: _Signals | None) -> set[Isa]:
+    if signals is None:
+        return {isa for isa, rx in ISA_CODE.items() if rx.search(code)}
+    found: set[Isa] = set()
+    for _, _, isas in signals:
+        found |= isas
+    if _ISA_SPACED_RX.search(code):
+        found.add(Isa.WASM_SIMD)
+    return found
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -422,6 +440,71 @@ TECHNIQUE_CODE: dict[Technique, re.Pattern[str]] = {
 }
 
 
+# ---------------------------------------------------------------------------------------------------------
+# Token signals: what the token-level patterns find in each distinct token, remembered process-wide.
+#
+# Signals used to be matched against the space-joined vocabulary of a diff. None of these patterns can
+# match a space, and \b behaves the same at a token's ends as at the spaces around it, so matching each
+# token alone finds exactly the same matches in the same order. Tokens repeat across a history (a few
+# tens of thousands distinct in OpenBLAS against hundreds of thousands per-commit occurrences), so each
+# token is matched once; most match nothing and are rejected by one combined prefilter.
+
+# Slot -> pattern. ISA_CODE alternatives containing a space are matched on the vocabulary (see _code_isas).
+_INTRINSIC, _LMUL, _ACC = 0, 1, 2
+_TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = (_INTRINSIC_RX, _LMUL_RX, _ACC_RX, *TECHNIQUE_CODE.values())
+_TECH_SLOT = {tech: 3 + i for i, tech in enumerate(TECHNIQUE_CODE)}
+_ISA_TOKEN_RX = {isa: rx for isa, rx in ISA_CODE.items()}
+_ISA_SPACED_RX = re.compile(r"\bwasm simd\b")  # the one code alternative that spans two tokens
+
+
+def _scoped(rx: re.Pattern[str]) -> str:
+    return f"(?i:{rx.pattern})" if rx.flags & re.I else f"(?:{rx.pattern})"
+
+
+_ANY_TOKEN_RX = re.compile("|".join(_scoped(rx) for rx in (*_TOKEN_PATTERNS, *ISA_CODE.values())))
+_NO_SIGNALS: tuple[tuple[list[Any], ...], frozenset[Isa]] = ((), frozenset())
+_TOKEN_CACHE: dict[str, tuple[tuple[list[Any], ...], frozenset[Isa]]] = {}
+
+
+def token_signals(token: str) -> tuple[tuple[list[Any], ...], frozenset[Isa]]:
+    """(findall result per _TOKEN_PATTERNS slot, ISAs whose code pattern occurs in the token)."""
+    got = _TOKEN_CACHE.get(token)
+    if got is None:
+        if _ANY_TOKEN_RX.search(token) is None:
+            got = _NO_SIGNALS
+        else:
+            found = tuple(rx.findall(token) for rx in _TOKEN_PATTERNS)
+            isas = frozenset(isa for isa, rx in _ISA_TOKEN_RX.items() if rx.search(token))
+            got = (found, isas) if any(found) or isas else _NO_SIGNALS
+        _TOKEN_CACHE[token] = got
+    return got
+
+
+_Signals = list[tuple[str, tuple[list[Any], ...], frozenset[Isa]]]
+
+
+def _signals(tokens: Counter[str]) -> _Signals:
+    """The tokens (in vocabulary order) in which any token-level pattern matches, with what matched."""
+    out: _Signals = []
+    for tok in tokens:
+        found, isas = token_signals(tok)
+        if found or isas:
+            out.append((tok, found, isas))
+    return out
+
+
+def _slot_matches(signals: _Signals, slot: int) -> Iterator[Any]:
+    """The matches of one pattern over the vocabulary, in vocabulary order."""
+    for _, found, _ in signals:
+        if found and found[slot]:
+            yield from found[slot]
+
+
+def _slot_count(signals: _Signals, tokens: Counter[str], slot: int) -> int:
+    """Occurrences: a match that is a whole token counts every time that token occurs."""
+    return sum(tokens.get(m, 1) for m in _slot_matches(signals, slot))
+
+
 @dataclass(frozen=True, slots=True)
 class DiffStats:
     added: str  # added lines joined (capped at ANALYSIS_CAP characters)
@@ -433,11 +516,19 @@ class DiffStats:
     removed_vocab: str = ""
     added_intrinsics: int = 0  # SIMD intrinsic / vector-assembly tokens, counted once here
     removed_intrinsics: int = 0
+    added_signals: _Signals = field(default_factory=list)  # tokens any token-level pattern matches
+    removed_signals: _Signals = field(default_factory=list)
 
     def count(self, rx: re.Pattern[str], added: bool = True) -> int:
         """Occurrences of tokens matching `rx` (a token-level pattern)."""
         tokens = self.added_tokens if added else self.removed_tokens
         return sum(tokens.get(m, 1) for m in rx.findall(self.added_vocab if added else self.removed_vocab))
+
+    def technique_count(self, tech: Technique, added: bool = True) -> int:
+        """`count(TECHNIQUE_CODE[tech])`, from the token signal cache."""
+        if added:
+            return _slot_count(self.added_signals, self.added_tokens, _TECH_SLOT[tech])
+        return _slot_count(self.removed_signals, self.removed_tokens, _TECH_SLOT[tech])
 
     def intrinsics(self, added: bool = True) -> int:
         return self.added_intrinsics if added else self.removed_intrinsics
@@ -493,9 +584,9 @@ def diff_stats(patch: str, keep_file: Callable[[str], bool] | None = None) -> Di
     a, r = "\n".join(added), "\n".join(removed)
     at, rt = Counter(TOKEN_RX.findall(a)), Counter(TOKEN_RX.findall(r))
     av, rv = " ".join(at), " ".join(rt)
-    ai = sum(at.get(m, 1) for m in _INTRINSIC_RX.findall(av))
-    ri = sum(rt.get(m, 1) for m in _INTRINSIC_RX.findall(rv))
-    return DiffStats(a, r, at, rt, av, rv, ai, ri)
+    asig, rsig = _signals(at), _signals(rt)
+    ai, ri = _slot_count(asig, at, _INTRINSIC), _slot_count(rsig, rt, _INTRINSIC)
+    return DiffStats(a, r, at, rt, av, rv, ai, ri, asig, rsig)
 
 
 HUNK_MAX_LINES = 400
@@ -526,23 +617,24 @@ def detect_techniques(message: str, diff: DiffStats, paths: list[str]) -> tuple[
     new_intr = diff.added_intrinsics - diff.removed_intrinsics
     if new_intr >= 8 and diff.removed_intrinsics <= new_intr // 3:
         found.setdefault(Technique.VECTORIZE, f"adds {new_intr} SIMD intrinsic calls")
-    lmul_added = {m for g in _LMUL_RX.findall(diff.added_vocab) for m in g if m}
-    lmul_removed = {m for g in _LMUL_RX.findall(diff.removed_vocab) for m in g if m}
+    lmul_added = {m for g in _slot_matches(diff.added_signals, _LMUL) for m in g if m}
+    lmul_removed = {m for g in _slot_matches(diff.removed_signals, _LMUL) for m in g if m}
     if lmul_added and lmul_removed and lmul_added != lmul_removed:
         found.setdefault(
             Technique.VECTOR_LENGTH, f"LMUL m{'/m'.join(sorted(lmul_removed))} -> m{'/m'.join(sorted(lmul_added))}"
         )
-    accs_added = {m for m in _ACC_RX.findall(diff.added_vocab)}
-    accs_removed = {m for m in _ACC_RX.findall(diff.removed_vocab)}
+    accs_added = set(_slot_matches(diff.added_signals, _ACC))
+    accs_removed = set(_slot_matches(diff.removed_signals, _ACC))
     if len(accs_added) >= 3 and len(accs_added) > len(accs_removed) + 1:
         found.setdefault(Technique.MULTI_ACCUMULATOR, f"{len(accs_added)} numbered accumulators in added code")
     unroll_added = _unroll_degree(diff.added)
     if unroll_added >= 4 and unroll_added > _unroll_degree(diff.removed):
         found.setdefault(Technique.UNROLL, f"unrolled by {unroll_added} in added code")
-    for tech, rx in TECHNIQUE_CODE.items():
-        n_add, n_rem = diff.count(rx), diff.count(rx, added=False)
+    for tech in TECHNIQUE_CODE:
+        n_add, n_rem = diff.technique_count(tech), diff.technique_count(tech, added=False)
         if n_add >= 2 and n_add > n_rem:
-            found.setdefault(tech, f"added code uses {rx.search(diff.added_vocab).group(0)!r}")  # type: ignore[union-attr]
+            first = next(_slot_matches(diff.added_signals, _TECH_SLOT[tech]))
+            found.setdefault(tech, f"added code uses {first!r}")
     if any(re.search(r"param\.h$", p) for p in paths) and re.search(r"GEMM_DEFAULT_(P|Q|R|UNROLL)", diff.added):
         found.setdefault(Technique.REGISTER_BLOCKING, "changes GEMM blocking parameters")
     order = list(Technique)
@@ -745,7 +837,7 @@ def classify(c: RawCommit, profile: LibraryProfile, tri: Triage, patch: str) -> 
     if not is_opt:  # ISA/operator/technique detail is only kept for optimization commits
         return Classification(round(score, 2), False, reasons, perf_claims=meta.claims)
     arch_dirs = {a for p in meta.kernel_paths if (a := profile.kernel_arch(p))}
-    isas = detect_isas(diff.added_vocab, c.message, arch_dirs, " ".join(meta.code_paths))
+    isas = detect_isas(diff.added_vocab, c.message, arch_dirs, " ".join(meta.code_paths), diff.added_signals)
     identifiers = " ".join(t for t in diff.added_tokens if len(t) > 3)[:4000]
     operators = detect_operators(meta.code_paths, c.message, identifiers)
     return Classification(

@@ -15,11 +15,9 @@ import fcntl
 import re
 import subprocess
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import git
 
 from core.errors import InvalidInput, NotFound, Unavailable
 
@@ -116,6 +114,8 @@ def open_repository(spec: str, cache_dir: Path, name: str | None = None) -> Repo
     """Open a work tree or bare repository by path, or clone a URL (bare) into `cache_dir`."""
     if is_url(spec):
         return _clone_or_update(spec, cache_dir, name or repo_name_from(spec))
+    import git  # GitPython: imported here, after `eok mine` has started git on the history (EarlyWalk)
+
     path = Path(spec).expanduser()
     if not path.exists():
         raise NotFound(f"repository {spec!r}: no such path", "give a git work tree, a bare repository or a URL")
@@ -133,6 +133,8 @@ def open_repository(spec: str, cache_dir: Path, name: str | None = None) -> Repo
 
 
 def _clone_or_update(url: str, cache_dir: Path, name: str) -> RepoHandle:
+    import git
+
     target = cache_dir / (name.replace("/", "+") + ".git")
     try:
         if target.exists():
@@ -242,46 +244,60 @@ def _parse_record(rec: str) -> RawCommit | None:
     )
 
 
-def _stream_records(cmd: list[str], stdin_data: bytes | None) -> Iterator[RawCommit | BaseException]:
-    """Yield commits as complete records arrive; a final item that is an exception reports git's failure.
+class GitStream:
+    """A `git log -z` record stream; the process starts at once, records are parsed as they are read.
 
-    A record is yielded only once the next one starts (or git exits 0): its numstat is then complete.
+    Iterating yields commits as complete records arrive (a record is complete once the next one starts
+    or git exits 0) and, when git fails, a final GitStreamError item.
     """
-    proc = subprocess.Popen(
-        cmd,
-        stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    assert proc.stdout is not None
-    _widen_pipe(proc.stdout.fileno())
-    if stdin_data is not None:
-        threading.Thread(target=_feed, args=(proc, stdin_data), daemon=True).start()
-    err_chunks: list[bytes] = []
-    err_thread = threading.Thread(target=lambda: err_chunks.append(proc.stderr.read()), daemon=True)  # type: ignore[union-attr]
-    err_thread.start()
-    pending = b""
-    held: str | None = None
-    while chunk := proc.stdout.read1(PIPE_BYTES):  # whatever git has written, in one read
-        pending += chunk
-        *complete, pending = pending.split(RS.encode())
-        for raw in complete:
-            if not raw:
-                continue
+
+    def __init__(self, cmd: list[str], stdin_data: bytes | None) -> None:
+        self.proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        _widen_pipe(self.proc.stdout.fileno())
+        if stdin_data is not None:
+            threading.Thread(target=_feed, args=(self.proc, stdin_data), daemon=True).start()
+        self._err: list[bytes] = []
+        err = self.proc.stderr
+        self._err_thread = threading.Thread(target=lambda: self._err.append(err.read()), daemon=True)
+        self._err_thread.start()
+
+    def cancel(self) -> None:
+        """Stop git (nothing more will be read); harmless once it has finished."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+    def __iter__(self) -> Iterator[RawCommit | BaseException]:
+        proc = self.proc
+        assert proc.stdout is not None
+        pending = b""
+        held: str | None = None
+        while chunk := proc.stdout.read1(PIPE_BYTES):  # whatever git has written, in one read
+            pending += chunk
+            *complete, pending = pending.split(RS.encode())
+            for raw in complete:
+                if not raw:
+                    continue
+                if held is not None and (c := _parse_record(held)):
+                    yield c
+                held = decode(raw)
+        rc = proc.wait()
+        self._err_thread.join()
+        if pending:
             if held is not None and (c := _parse_record(held)):
                 yield c
-            held = decode(raw)
-    rc = proc.wait()
-    err_thread.join()
-    if pending:
-        if held is not None and (c := _parse_record(held)):
-            yield c
-        held = decode(pending)
-    if rc == 0:
-        if held is not None and (c := _parse_record(held)):
-            yield c
-        return
-    yield GitStreamError(decode_stderr(b"".join(err_chunks)))
+            held = decode(pending)
+        if rc == 0:
+            if held is not None and (c := _parse_record(held)):
+                yield c
+            return
+        yield GitStreamError(decode_stderr(b"".join(self._err)))
 
 
 PIPE_BYTES = 1 << 20
@@ -317,22 +333,65 @@ def walk_commits(
     warnings: WalkWarnings,
     *,
     limit: int | None = None,
+    started: GitStream | None = None,
 ) -> Iterator[RawCommit]:
     """Every commit of `revs` (newest first) with its numstat, from one `git log` process.
 
-    On an unreadable object git stops; the commit it stopped at is described from its tree, named in
-    a warning, and one new `git log --no-walk` over the remaining commits carries on.
+    `started` is that process already running (see EarlyWalk). On an unreadable object git stops; the
+    commit it stopped at is described from its tree, named in a warning, and one new
+    `git log --no-walk` over the remaining commits carries on.
     """
     limit_args = [f"--max-count={limit}"] if limit else []
-    first = _stream_records(handle.git(*_LOG_ARGS, *limit_args, *revs, "--"), None)
+    first = started or GitStream(handle.git(*_LOG_ARGS, *limit_args, *revs, "--"), None)
     yield from _resilient(handle, first, lambda: rev_list(handle, [*limit_args, *revs]), warnings)
+
+
+@dataclass
+class EarlyWalk:
+    """The whole-history walk of a local repository, started before anything else is ready.
+
+    `eok mine` starts it first thing, so git works while Python imports the graph driver and connects.
+    The miner adopts it when the run walks the whole history from the same head (a first mining, or
+    history rewritten) and cancels it otherwise; an unused walk costs git a few milliseconds.
+    """
+
+    git_dir: Path
+    head: str
+    stream: GitStream
+
+    @classmethod
+    def start(cls, spec: str) -> EarlyWalk | None:
+        """None for URLs and anything git does not take for a repository (the miner reports those)."""
+        path = Path(spec).expanduser()
+        if is_url(spec) or not path.is_dir():
+            return None
+        where = subprocess.run(
+            ["git", "-C", str(path), "rev-parse", "--absolute-git-dir"], capture_output=True, check=False
+        )
+        if where.returncode != 0:
+            return None
+        handle = RepoHandle(git_dir=Path(decode(where.stdout).strip()).resolve(), name="", url=None)
+        head = resolve_rev(handle, "HEAD")
+        if head is None:
+            return None
+        return cls(handle.git_dir, head, GitStream(handle.git(*_LOG_ARGS, head, "--"), None))
+
+    def adopt(self, handle: RepoHandle, revs: Sequence[str], limit: int | None) -> GitStream | None:
+        """The running stream if it is exactly the walk wanted; otherwise stop it and return None."""
+        if limit is None and list(revs) == [self.head] and handle.git_dir == self.git_dir:
+            return self.stream
+        self.cancel()
+        return None
+
+    def cancel(self) -> None:
+        self.stream.cancel()
 
 
 def read_commits(handle: RepoHandle, shas: Sequence[str], warnings: WalkWarnings) -> Iterator[RawCommit]:
     """Exactly these commits (no ancestors), in this order, with their numstat; damage handled as in a walk."""
     if not shas:
         return
-    first = _stream_records(handle.git(*_LOG_ARGS, "--no-walk=unsorted", "--stdin", "--"), _stdin(shas))
+    first = GitStream(handle.git(*_LOG_ARGS, "--no-walk=unsorted", "--stdin", "--"), _stdin(shas))
     yield from _resilient(handle, first, lambda: list(shas), warnings)
 
 
@@ -345,7 +404,7 @@ def _stdin(shas: Sequence[str]) -> bytes:
 
 def _resilient(
     handle: RepoHandle,
-    stream: Iterator[RawCommit | BaseException],
+    stream: Iterable[RawCommit | BaseException],
     order: Callable[[], list[str]],
     warnings: WalkWarnings,
 ) -> Iterator[RawCommit]:
@@ -377,7 +436,7 @@ def _resilient(
             yield fallback
         if not remaining:
             return
-        stream = _stream_records(handle.git(*_LOG_ARGS, "--no-walk=unsorted", "--stdin", "--"), _stdin(remaining))
+        stream = GitStream(handle.git(*_LOG_ARGS, "--no-walk=unsorted", "--stdin", "--"), _stdin(remaining))
 
 
 def describe_from_tree(handle: RepoHandle, sha: str, warnings: WalkWarnings) -> RawCommit | None:

@@ -24,12 +24,11 @@ from knowledge.ingest import Ingestor
 from knowledge.models import Commit, Idea, Relationship, RelType, Repository, Thought, utcnow
 from knowledge.store import GraphStore
 from knowledge.taxonomy import ISA_FAMILY, Isa, Operator, Technique
-from miners import gitwalk
+from miners import LIBRARIES, gitwalk
 from miners.classify import Classification, Triage, classify, geometric_mean, gpu_only, triage
 from miners.distill import IDEA_PRINCIPLES, Evidence, ThoughtDraft, build_thoughts, idea_id, merge_near_duplicates
 from miners.profiles import PROFILES, LibraryProfile, detect_library
 
-LIBRARIES = ("auto", "openblas", "ggml", "onnxruntime", "generic")
 DAMAGED_REASON = "an object of this commit is unreadable: line counts unknown"
 
 
@@ -96,6 +95,7 @@ class MinedCommit:
     triage: Triage
     classification: Classification  # the metadata verdict until a candidate's patch has been classified
     patch: str = ""  # kept only for optimization commits: the distiller takes its examples from it
+    evidence: Evidence | None = None  # what a CPU optimization gives the distiller (hunks split already)
 
 
 class Miner:
@@ -115,7 +115,10 @@ class Miner:
 
     # -- the whole run ------------------------------------------------------------------------------------
 
-    def mine(self, spec: str, options: MineOptions | None = None) -> MineReport:
+    def mine(self, spec: str, options: MineOptions | None = None, early: gitwalk.EarlyWalk | None = None) -> MineReport:
+        """Mine `spec` into the graph. `early` is a whole-history walk already started on the same repository
+        (gitwalk.EarlyWalk): used when this run walks exactly that, stopped otherwise.
+        """
         opts = options or MineOptions()
         opts.validate()
         t0 = time.perf_counter()
@@ -126,6 +129,7 @@ class Miner:
         previous = stored.last_mined_head if stored else None
         report = MineReport(repository=handle.name, library=profile.name, head=head, previous_head=previous)
         revs = self._revs(handle, head, previous, opts)
+        started = early.adopt(handle, revs or [], opts.limit) if early else None
         if head is None or revs is None:
             report.up_to_date = True
             report.seconds = round(time.perf_counter() - t0, 3)
@@ -138,7 +142,7 @@ class Miner:
         writer.put([_repository(handle, profile, stored, stored.last_mined_head if stored else None)])
         walked: list[str] = []
         try:
-            candidates = self._walk(handle, profile, revs, opts, warnings, report, writer, walked, t0)
+            candidates = self._walk(handle, profile, revs, opts, warnings, report, writer, walked, t0, started)
         finally:
             writer.close()
         report.timings["walk_and_classify"] = round(time.perf_counter() - t0, 3)  # commits written too
@@ -204,6 +208,7 @@ class Miner:
         writer: _GraphWriter,
         walked: list[str],
         t0: float,
+        started: gitwalk.GitStream | None,
     ) -> list[MinedCommit]:
         """Walk and triage on this thread; candidates are classified and written by the helper threads."""
         total = gitwalk.count_commits(handle, revs)
@@ -218,7 +223,7 @@ class Miner:
         def store(batch: list[MinedCommit]) -> None:
             writer.put([_commit_node(handle.name, m) for m in batch])
 
-        raws = gitwalk.walk_commits(handle, revs, warnings, limit=opts.limit)
+        raws = gitwalk.walk_commits(handle, revs, warnings, limit=opts.limit, started=started)
         stamps: dict[str, float] = {}
         candidates = classify_commits(
             handle, profile, raws, warnings, opts, keep_all=False, on_commit=seen, on_batch=store, timings=stamps
@@ -253,11 +258,7 @@ class Miner:
         by_isa: Counter[str] = Counter(str(i) for m in opt for i in (m.classification.isas or ["generic"]))
         report.optimization_by_isa = dict(sorted(by_isa.items(), key=lambda kv: -kv[1]))
 
-        evidence = [  # examples come from the files the classifier read
-            Evidence(m.raw.sha, handle.name, m.raw.title, m.classification, m.patch, frozenset(m.triage.patch_paths))
-            for m in opt
-            if m.classification.techniques and not gpu_only([f.path for f in m.raw.files])
-        ]
+        evidence = [m.evidence for m in opt if m.evidence is not None]
         if opts.llm and evidence:
             self._llm(evidence, report)
         t_distill = time.perf_counter()
@@ -435,6 +436,18 @@ def _repository(
     )
 
 
+def _evidence(repo: str, m: MinedCommit) -> Evidence | None:
+    """A classified optimization as distiller evidence, its example hunks split now (on the classifier
+    thread, while git still walks) rather than at the end; None when it evidences no CPU thought.
+    """
+    cls = m.classification
+    if not cls.is_optimization or not cls.techniques or gpu_only([f.path for f in m.raw.files]):
+        return None
+    ev = Evidence(m.raw.sha, repo, m.raw.title, cls, m.patch, frozenset(m.triage.patch_paths))
+    ev.hunks()  # examples come from the files the classifier read
+    return ev
+
+
 def _host_draft(row: dict[str, Any]) -> ThoughtDraft | None:
     """A graph thought as a draft without evidence (it can take in a near duplicate's); None if unparsable."""
     try:
@@ -591,6 +604,7 @@ class _CandidatePipeline:
             if m.raw.damaged:
                 m.classification.reasons.append(DAMAGED_REASON)
             m.patch = patch if m.classification.is_optimization else ""
+            m.evidence = _evidence(self.handle.name, m)
         if self.on_batch:
             self.on_batch(batch)
 

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from core.errors import InvalidInput
-from core.settings import get_settings
-from miners import LIBRARIES, MineOptions, Miner, MineReport
+from miners import LIBRARIES
 from service.cli.app import JsonOpt, app, console, err_console, print_json
+
+if TYPE_CHECKING:
+    from miners import MineReport
+    from miners.gitwalk import EarlyWalk
 
 
 class _RichProgress:
@@ -41,6 +44,35 @@ def mine(
     json_out: bool = JsonOpt,
 ) -> None:
     """Mine a repository's history for optimization commits; incremental and idempotent."""
+    from miners.gitwalk import EarlyWalk
+
+    # git starts on the whole history now and works while the graph driver is imported and connected;
+    # the miner stops it if the run turns out to be incremental.
+    early = EarlyWalk.start(repo) if since is None and limit is None else None
+    try:
+        report = _run(repo, library, since, limit, llm, name, json_out, early)
+    finally:
+        if early is not None:
+            early.cancel()
+    if json_out:
+        print_json(report.as_dict())
+        return
+    _print_report(report)
+
+
+def _run(
+    repo: str,
+    library: str,
+    since: str | None,
+    limit: int | None,
+    llm: bool,
+    name: str | None,
+    json_out: bool,
+    early: EarlyWalk | None,
+) -> MineReport:
+    from core.errors import InvalidInput
+    from core.settings import get_settings
+    from miners import MineOptions, Miner
     from service.bootstrap import Container
 
     options = MineOptions(library=library.lower(), since=since, limit=limit, llm=llm, name=name)
@@ -61,13 +93,9 @@ def mine(
         )
         with bar:
             miner = Miner(container.store, lambda: container.embedder, container.settings, _RichProgress(bar))
-            report = miner.mine(repo, options)
+            return miner.mine(repo, options, early)
     finally:
         container.close()
-    if json_out:
-        print_json(report.as_dict())
-        return
-    _print_report(report)
 
 
 def _print_report(r: MineReport) -> None:
