@@ -1,89 +1,134 @@
 """Time `eok mine` (no LLM) over a full history against plain `git log --numstat` in the same run.
 
-    python scripts/bench_mine.py PATH_TO_OPENBLAS_GIT [--name NAME] [--json]
+    python scripts/bench_mine.py PATH_TO_GIT_REPO [--name NAME] [--repeat N] [--warmup] [--json]
 
-The mine runs into the configured Neo4j (EOK_* settings) under a fresh repository name per run, so it
-always walks the whole history. Prints both timings, their ratio (target <= 1.5) and the counts.
+Each repetition runs `git log --numstat`, then `eok mine` (a fresh process, into the configured Neo4j
+under a fresh repository name, so it always walks the whole history), then `git log --numstat` again;
+its ratio is the mine's wall time over the faster of the two git runs around it, so load changes on a
+shared machine hit both sides. CPU seconds (user + system, children included) are printed too: unlike
+wall time they do not depend on what else runs, and their ratio says how much work mining adds to the
+walk itself (the Neo4j server's own CPU is not included). `--warmup` mines once first, untimed (model
+and embedding caches, OS page cache). Prints per-run figures, the median ratio (target <= 1.5) and the
+counts of the last run.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
+import statistics
 import subprocess
 import sys
 import time
 import uuid
+from typing import Any
 
 
-def time_git_log(repo: str) -> tuple[float, int]:
-    git_dir = subprocess.run(
-        ["git", "-C", repo, "rev-parse", "--git-dir"], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    began = time.perf_counter()
-    proc = subprocess.run(
-        [
-            "git",
-            f"--git-dir={git_dir}" if git_dir.startswith("/") else f"--git-dir={repo}/{git_dir}",
-            "log",
-            "--numstat",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        check=False,
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _git_dir(repo: str) -> str:
+    out = subprocess.run(
+        ["git", "-C", repo, "rev-parse", "--absolute-git-dir"], capture_output=True, text=True, check=False
     )
-    return time.perf_counter() - began, proc.stdout.count(b"\ncommit ") + 1
+    if out.returncode != 0:
+        raise SystemExit(f"{repo!r} is not a git repository: {out.stderr.strip()}")
+    return out.stdout.strip()
 
 
-def time_mine(repo: str, name: str) -> tuple[float, dict]:
-    began = time.perf_counter()
+def time_git_log(git_dir: str) -> tuple[float, float, int]:
+    """(wall s, cpu s, commits) of plain `git log --numstat` over the whole history."""
+    cpu0, began = _children_cpu(), time.perf_counter()
+    proc = subprocess.run(["git", f"--git-dir={git_dir}", "log", "--numstat"], capture_output=True)
+    if proc.returncode != 0:  # a damaged repository: git stops at the first unreadable object
+        err = proc.stderr.decode(errors="replace").strip().splitlines()[-1:]
+        print(f"warning: git log --numstat stopped early {err}: not the whole history", file=sys.stderr)
+    return time.perf_counter() - began, _children_cpu() - cpu0, proc.stdout.count(b"\ncommit ") + 1
+
+
+def time_mine(repo: str, name: str) -> tuple[float, float, dict[str, Any]]:
+    """(wall s, cpu s, report) of `eok mine REPO --name NAME --json` in a fresh process."""
+    cpu0, began = _children_cpu(), time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-c", "from service.cli import main; main()", "mine", repo, "--name", name, "--json"],
         capture_output=True,
         text=True,
         check=False,
     )
-    elapsed = time.perf_counter() - began
+    elapsed, cpu = time.perf_counter() - began, _children_cpu() - cpu0
     if proc.returncode != 0:
         raise SystemExit(f"eok mine failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
-    return elapsed, json.loads(proc.stdout)
+    return elapsed, cpu, json.loads(proc.stdout)
+
+
+def one_run(repo: str, git_dir: str, prefix: str) -> dict[str, Any]:
+    load = os.getloadavg()[0]
+    g1, g1_cpu, commits = time_git_log(git_dir)
+    m, m_cpu, report = time_mine(repo, f"{prefix}-{uuid.uuid4().hex[:8]}")
+    g2, g2_cpu, _ = time_git_log(git_dir)
+    base, base_cpu = min(g1, g2), min(g1_cpu, g2_cpu)
+    return {
+        "load_1min": round(load, 2),
+        "git_log_numstat_s": round(g1, 2),
+        "git_log_numstat_again_s": round(g2, 2),
+        "eok_mine_s": round(m, 2),
+        "eok_mine_internal_s": report["seconds"],
+        "ratio": round(m / base, 2),
+        "ratio_internal": round(report["seconds"] / base, 2),
+        "git_log_cpu_s": round(base_cpu, 2),
+        "eok_mine_cpu_s": round(m_cpu, 2),
+        "cpu_ratio": round(m_cpu / base_cpu, 2),
+        "commits_git": commits,
+        "report": report,
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("repo")
-    ap.add_argument("--name", default=None, help="graph name prefix (a unique suffix is added)")
+    ap.add_argument("--name", default="bench", help="graph name prefix (a unique suffix is added per run)")
+    ap.add_argument("--repeat", type=int, default=1, help="timed runs (the median ratio is reported)")
+    ap.add_argument("--warmup", action="store_true", help="mine once first, untimed")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    name = f"{args.name or 'bench'}-{uuid.uuid4().hex[:8]}"
-    git_s, git_commits = time_git_log(args.repo)
-    mine_s, report = time_mine(args.repo, name)
-    git_s2, _ = time_git_log(args.repo)  # again after, so load changes during the run show
-    base = min(git_s, git_s2)
+    if args.repeat < 1:
+        raise SystemExit("--repeat: give N >= 1")
+    git_dir = _git_dir(args.repo)
+    if args.warmup:
+        time_mine(args.repo, f"{args.name}-warmup-{uuid.uuid4().hex[:8]}")
+    runs = [one_run(args.repo, git_dir, args.name) for _ in range(args.repeat)]
+    last = runs[-1]["report"]
     result = {
         "repository": args.repo,
-        "git_log_numstat_s": round(git_s, 2),
-        "git_log_numstat_again_s": round(git_s2, 2),
-        "eok_mine_s": round(mine_s, 2),
-        "eok_mine_internal_s": report["seconds"],
-        "ratio_process": round(mine_s / base, 2),
-        "ratio_internal": round(report["seconds"] / base, 2),
+        "runs": [{k: v for k, v in r.items() if k != "report"} for r in runs],
+        "median_ratio": statistics.median(r["ratio"] for r in runs),
+        "median_cpu_ratio": statistics.median(r["cpu_ratio"] for r in runs),
         "target_ratio": 1.5,
-        "commits_git": git_commits,
-        "commits_read": report["commits_read"],
-        "candidates": report["candidates"],
-        "optimization_commits": report["optimization_commits"],
-        "optimization_by_isa": report["optimization_by_isa"],
-        "thoughts": report["thoughts_created"] + report["thoughts_updated"],
-        "ideas": report["ideas_created"] + report["ideas_updated"],
-        "timings": report["timings"],
-        "warnings": len(report["warnings"]),
+        "commits_git": runs[-1]["commits_git"],
+        "commits_read": last["commits_read"],
+        "candidates": last["candidates"],
+        "optimization_commits": last["optimization_commits"],
+        "optimization_by_isa": last["optimization_by_isa"],
+        "thoughts": last["thoughts_created"] + last["thoughts_updated"],
+        "thoughts_created": last["thoughts_created"],
+        "thoughts_merged": last["thoughts_merged"],
+        "ideas": last["ideas_created"] + last["ideas_updated"],
+        "embedded": last["embedded"],
+        "timings": last["timings"],
+        "warnings": len(last["warnings"]),
     }
     if args.json:
         print(json.dumps(result, indent=2))
         return
+    for i, r in enumerate(result["runs"], 1):
+        print(f"run {i}: " + "  ".join(f"{k}={v}" for k, v in r.items() if k != "commits_git"))
     for k, v in result.items():
-        print(f"{k:28s} {v}")
+        if k != "runs":
+            print(f"{k:24s} {v}")
 
 
 if __name__ == "__main__":
