@@ -505,6 +505,18 @@ def _slot_count(signals: _Signals, tokens: Counter[str], slot: int) -> int:
     return sum(tokens.get(m, 1) for m in _slot_matches(signals, slot))
 
 
+# One pass tells whether any technique word occurs at all; most messages have none, and then the sixteen
+# patterns need not run one by one.
+_ANY_TECHNIQUE_MSG_RX = re.compile("|".join(_scoped(rx) for rx in TECHNIQUE_MSG.values()))
+
+
+def _first_technique(text: str) -> tuple[Technique, re.Match[str]] | None:
+    """The first technique (taxonomy order) whose message pattern occurs in `text`, with its match."""
+    if _ANY_TECHNIQUE_MSG_RX.search(text) is None:
+        return None
+    return next(((t, m) for t, rx in TECHNIQUE_MSG.items() if (m := rx.search(text))), None)
+
+
 @dataclass(frozen=True, slots=True)
 class DiffStats:
     added: str  # added lines joined (capped at ANALYSIS_CAP characters)
@@ -611,9 +623,10 @@ _NO_NEWLINE_RX = re.compile(r"\n\\[^\n]*")
 def detect_techniques(message: str, diff: DiffStats, paths: list[str]) -> tuple[list[Technique], list[str]]:
     """Techniques with the reason for each: message words first, then what the added code shows."""
     found: dict[Technique, str] = {}
-    for tech, rx in TECHNIQUE_MSG.items():
-        if m := rx.search(message):
-            found.setdefault(tech, f"message says {m.group(0)!r}")
+    if _ANY_TECHNIQUE_MSG_RX.search(message):
+        for tech, rx in TECHNIQUE_MSG.items():
+            if m := rx.search(message):
+                found.setdefault(tech, f"message says {m.group(0)!r}")
     new_intr = diff.added_intrinsics - diff.removed_intrinsics
     if new_intr >= 8 and diff.removed_intrinsics <= new_intr // 3:
         found.setdefault(Technique.VECTORIZE, f"adds {new_intr} SIMD intrinsic calls")
@@ -761,8 +774,8 @@ def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
             add(0.5, f"adds kernel file {new_kernels[0].path}")
     if len(paths) >= 3 and 0 < len(code_paths) / len(paths) < 0.3:
         add(-0.5, "mostly non-source files")
-    title_tech = next(((t, m) for t, rx in TECHNIQUE_MSG.items() if (m := rx.search(title))), None)
-    msg_tech = title_tech or next(((t, m) for t, rx in TECHNIQUE_MSG.items() if (m := rx.search(message))), None)
+    title_tech = _first_technique(title)
+    msg_tech = title_tech or _first_technique(message)
     if title_tech and kernel_paths:
         add(1.0, f"title names a technique on kernel code ({title_tech[0].value}: {title_tech[1].group(0)!r})")
     elif msg_tech and (perf_words or kernel_paths):
