@@ -116,6 +116,26 @@ def test_patch_batch_resumes_after_a_missing_object(tmp_path: Path, monkeypatch:
     assert "__riscv_vfredusum" in patches[repo.commit("HEAD~11").hexsha]  # the RVV sdot commit, after the bad one
 
 
+def test_early_walk_is_adopted_only_for_the_same_whole_history(kernel_repo: Path, tmp_path: Path) -> None:
+    handle = gitwalk.open_repository(str(kernel_repo), tmp_path)
+    head = gitwalk.resolve_rev(handle, "HEAD")
+    assert head is not None
+    early = gitwalk.EarlyWalk.start(str(kernel_repo))
+    assert early is not None and early.head == head and early.git_dir == handle.git_dir
+    started = early.adopt(handle, [head], None)
+    assert started is early.stream
+    warnings = gitwalk.WalkWarnings()
+    walked = [c.title for c in gitwalk.walk_commits(handle, [head], warnings, started=started)]
+    assert len(walked) == len(EXPECTED) and walked[0] == "Add generated exp table"
+    # An incremental run walks less: the early process is stopped, not read.
+    other = gitwalk.EarlyWalk.start(str(kernel_repo))
+    assert other is not None
+    assert other.adopt(handle, [head, f"^{head}~3"], None) is None
+    assert other.stream.proc.poll() is not None
+    assert gitwalk.EarlyWalk.start(str(tmp_path)) is None  # not a repository: the miner reports it
+    assert gitwalk.EarlyWalk.start("https://example.org/x.git") is None
+
+
 @pytest.mark.parametrize(
     ("text", "claims"),
     [
