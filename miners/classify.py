@@ -15,6 +15,7 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import accumulate
 from operator import add
 from typing import Any
@@ -327,11 +328,15 @@ OPERATOR_RX: list[tuple[Operator, re.Pattern[str]]] = [
 ]
 
 
-def detect_operators(file_names: list[str], message: str, identifiers: str) -> list[Operator]:
-    """Operators named by changed file names (strongest), else the title, else identifiers in the diff."""
+def detect_operators(file_names: list[str], message: str, identifiers: str | Callable[[], str]) -> list[Operator]:
+    """Operators named by changed file names (strongest), else the title, else identifiers in the diff.
+
+    `identifiers` may be a function: the identifier text is then built only when the names are silent.
+    """
     stems = " ".join(_stem(p) for p in file_names)
     for source in (stems, message.split("\n", 1)[0], message, identifiers):
-        ops = [op for op, rx in OPERATOR_RX if rx.search(source)]
+        text = source if isinstance(source, str) else source()
+        ops = [op for op, rx in OPERATOR_RX if rx.search(text)]
         if ops:
             return _prune_operators(ops)
     return []
@@ -485,11 +490,11 @@ _Signals = list[tuple[str, tuple[list[Any], ...], frozenset[Isa]]]
 
 def _signals(tokens: Counter[str]) -> _Signals:
     """The tokens (in vocabulary order) in which any token-level pattern matches, with what matched."""
-    out: _Signals = []
+    cache, out = _TOKEN_CACHE, []
     for tok in tokens:
-        found, isas = token_signals(tok)
-        if found or isas:
-            out.append((tok, found, isas))
+        got = cache.get(tok) or token_signals(tok)
+        if got is not _NO_SIGNALS:
+            out.append((tok, got[0], got[1]))
     return out
 
 
@@ -517,19 +522,36 @@ def _first_technique(text: str) -> tuple[Technique, re.Match[str]] | None:
     return next(((t, m) for t, rx in TECHNIQUE_MSG.items() if (m := rx.search(text))), None)
 
 
-@dataclass(frozen=True, slots=True)
 class DiffStats:
-    added: str  # added lines joined (capped at ANALYSIS_CAP characters)
-    removed: str
-    added_tokens: Counter[str]  # identifier-like tokens (asm mnemonics keep their dots) -> occurrences
-    removed_tokens: Counter[str]
-    # Signals are matched against the distinct tokens, not megabytes of code: many times faster.
-    added_vocab: str = ""
-    removed_vocab: str = ""
-    added_intrinsics: int = 0  # SIMD intrinsic / vector-assembly tokens, counted once here
-    removed_intrinsics: int = 0
-    added_signals: _Signals = field(default_factory=list)  # tokens any token-level pattern matches
-    removed_signals: _Signals = field(default_factory=list)
+    """Added and removed code of a diff, with their tokens and token signals.
+
+    Signals are matched against the distinct tokens, not megabytes of code: many times faster. The
+    removed side is tokenized only when asked: most candidates are settled by the added side alone.
+    """
+
+    def __init__(self, added: str, removed: str) -> None:
+        self.added = added  # added lines joined (capped at ANALYSIS_CAP characters)
+        self.removed = removed
+        self.added_tokens: Counter[str] = Counter(TOKEN_RX.findall(added))  # identifier-like tokens -> count
+        self.added_vocab = " ".join(self.added_tokens)
+        self.added_signals = _signals(self.added_tokens)  # tokens any token-level pattern matches
+        self.added_intrinsics = _slot_count(self.added_signals, self.added_tokens, _INTRINSIC)
+
+    @cached_property
+    def removed_tokens(self) -> Counter[str]:
+        return Counter(TOKEN_RX.findall(self.removed))
+
+    @cached_property
+    def removed_vocab(self) -> str:
+        return " ".join(self.removed_tokens)
+
+    @cached_property
+    def removed_signals(self) -> _Signals:
+        return _signals(self.removed_tokens)
+
+    @cached_property
+    def removed_intrinsics(self) -> int:
+        return _slot_count(self.removed_signals, self.removed_tokens, _INTRINSIC)
 
     def count(self, rx: re.Pattern[str], added: bool = True) -> int:
         """Occurrences of tokens matching `rx` (a token-level pattern)."""
@@ -593,12 +615,7 @@ def diff_stats(patch: str, keep_file: Callable[[str], bool] | None = None) -> Di
             removed += got
         if add_budget <= 0 and rem_budget <= 0:
             break
-    a, r = "\n".join(added), "\n".join(removed)
-    at, rt = Counter(TOKEN_RX.findall(a)), Counter(TOKEN_RX.findall(r))
-    av, rv = " ".join(at), " ".join(rt)
-    asig, rsig = _signals(at), _signals(rt)
-    ai, ri = _slot_count(asig, at, _INTRINSIC), _slot_count(rsig, rt, _INTRINSIC)
-    return DiffStats(a, r, at, rt, av, rv, ai, ri, asig, rsig)
+    return DiffStats("\n".join(added), "\n".join(removed))
 
 
 HUNK_MAX_LINES = 400
@@ -834,7 +851,8 @@ def classify(c: RawCommit, profile: LibraryProfile, tri: Triage, patch: str) -> 
 
     code_set = set(meta.code_paths)
     diff = diff_stats(patch, code_set.__contains__)
-    net_intr = diff.added_intrinsics - diff.removed_intrinsics
+    # The removed side matters only when the added side alone has enough intrinsics.
+    net_intr = diff.added_intrinsics - diff.removed_intrinsics if diff.added_intrinsics >= 8 else 0
     if net_intr >= 8:
         add(1.0, f"adds {net_intr} SIMD intrinsic calls")
     if score + CODE_TECHNIQUE_BONUS < THRESHOLD:
@@ -851,8 +869,7 @@ def classify(c: RawCommit, profile: LibraryProfile, tri: Triage, patch: str) -> 
         return Classification(round(score, 2), False, reasons, perf_claims=meta.claims)
     arch_dirs = {a for p in meta.kernel_paths if (a := profile.kernel_arch(p))}
     isas = detect_isas(diff.added_vocab, c.message, arch_dirs, " ".join(meta.code_paths), diff.added_signals)
-    identifiers = " ".join(t for t in diff.added_tokens if len(t) > 3)[:4000]
-    operators = detect_operators(meta.code_paths, c.message, identifiers)
+    operators = detect_operators(meta.code_paths, c.message, lambda: _identifiers(diff.added_tokens))
     return Classification(
         score=round(score, 2),
         is_optimization=True,
@@ -863,6 +880,19 @@ def classify(c: RawCommit, profile: LibraryProfile, tri: Triage, patch: str) -> 
         perf_claims=meta.claims,
         kernel_files=meta.kernel_paths,
     )
+
+
+def _identifiers(tokens: Counter[str], limit: int = 4000) -> str:
+    """The added code's longer identifiers, space-separated, cut at `limit` characters."""
+    out: list[str] = []
+    size = 0
+    for t in tokens:
+        if len(t) > 3:
+            out.append(t)
+            size += len(t) + 1
+            if size > limit:
+                break
+    return " ".join(out)[:limit]
 
 
 def gpu_only(paths: list[str]) -> bool:
