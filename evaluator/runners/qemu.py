@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
 import shlex
 import shutil
+import tempfile
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -46,7 +50,6 @@ class QemuRunner:
         a private network namespace before exec'ing qemu with whatever arguments it receives. It cannot
         drop to a sandbox uid: qemu must write the model's log into the model's own directory.
         """
-        wrapper = build.workdir / "qemu-limited.sh"
         prefix = ["unshare", "--net", "--"] if network_isolation() == "netns" else []
         limit = [
             "prlimit",
@@ -58,12 +61,36 @@ class QemuRunner:
             "--",
         ]
         cmd = " ".join(shlex.quote(a) for a in [*prefix, *limit, shutil.which(QEMU) or QEMU])
-        wrapper.write_text(f'#!/bin/sh\nexec {cmd} "$@"\n')
-        wrapper.chmod(0o755)
+        wrapper = _shared_script(f'#!/bin/sh\nexec {cmd} "$@"\n')
         return [str(wrapper), "-cpu", target.qemu_cpu, "./" + build.binary.name, "model", which]
 
     def release(self, build: Build) -> None:
         return None
+
+
+_SCRIPTS: dict[str, Path] = {}
+_SCRIPTS_LOCK = threading.Lock()
+
+
+def _shared_script(text: str) -> Path:
+    """An executable script with this content, written once per process and reused.
+
+    Writing a fresh script per evaluation and exec'ing it raced with other threads' forks: a child that
+    inherited the still-open write descriptor made the exec fail with ETXTBSY ("Text file busy").
+    """
+    key = hashlib.sha1(text.encode()).hexdigest()[:16]
+    with _SCRIPTS_LOCK:
+        if key not in _SCRIPTS:
+            folder = Path(tempfile.gettempdir()) / f"eok-scripts-{os.getuid()}"
+            folder.mkdir(mode=0o700, exist_ok=True)
+            path = folder / f"qemu-limited-{key}.sh"
+            if not path.exists():
+                tmp = folder / f".{key}.{os.getpid()}.tmp"
+                tmp.write_text(text)
+                tmp.chmod(0o755)
+                os.replace(tmp, path)
+            _SCRIPTS[key] = path
+        return _SCRIPTS[key]
 
 
 def model_available() -> bool:

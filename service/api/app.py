@@ -79,7 +79,10 @@ def create_app(
         lifespan=lifespan,
         docs_url=None,  # served below from local assets: no CDN
         redoc_url=None,
-        responses={500: {"description": "unexpected error (generic message; details in the server log)"}},
+        responses={
+            413: {"description": "request body over the size limit (JSON error)"},
+            500: {"description": "unexpected error (generic message; details in the server log)"},
+        },
     )
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
