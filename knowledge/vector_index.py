@@ -78,6 +78,9 @@ class _Shard:
 
 class VectorIndex:
     def __init__(self, store: GraphStore, directory: Path, model: str, dim: int) -> None:
+        # One query at a time per caller: OpenMP threads only contend on a small shared machine
+        # (measured 33 ms with 2 threads vs 7 ms with 1 for a 100k-vector scan on 2 busy cores).
+        faiss.omp_set_num_threads(1)
         self._store = store
         self._dir = directory
         self.model = model
