@@ -165,20 +165,18 @@ def _prior(
     store: GraphStore,
     target_key: str,
     task_id: str | None = None,
-    operator: str | None = None,
     exclude: str | None = None,
     limit: int = 8,
 ) -> list[PriorExperience]:
     rows = store.read(
         "MATCH (x:Experience {target_key: $target, status: 'ok'})-[:FOR_TASK]->(t:Task) "
-        "WHERE ($task IS NULL OR t.id = $task) AND ($operator IS NULL OR t.operator = $operator) "
+        "WHERE ($task IS NULL OR t.id = $task) "
         "AND ($exclude IS NULL OR t.id <> $exclude) AND x.speedup IS NOT NULL "
         "WITH t, x ORDER BY x.speedup DESC WITH t, collect(x)[0] AS best "
         "RETURN best.id AS id, t.id AS task, best.speedup AS speedup, best.code AS code, best.cflags AS cflags, "
         "best.variant AS variant, best.code_hash AS key ORDER BY speedup DESC LIMIT $limit",
         target=target_key,
         task=task_id,
-        operator=operator,
         exclude=exclude,
         limit=limit,
     )

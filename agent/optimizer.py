@@ -18,7 +18,6 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from agent.context import AgentContext, Direction, PriorExperience, ThoughtCard, gather
 from agent.generation import Generated, GenerationRequest, Generator, OfflineCandidateGenerator, Parent
@@ -519,4 +518,4 @@ def _target_node(t: TargetProfile) -> Target:
     )
 
 
-__all__ = ["Optimizer", "Path"]
+__all__ = ["Optimizer"]

@@ -70,7 +70,10 @@ class Recorder:
         props = exp.properties()
         text = exp.embedding_text() or exp.id
         vec = self.embedder.embed([text])[0]
-        props.update(embedding_properties(vec, self.embedder.hashes([text])[0], self.embedder.model_name, 0))
+        # Stamped with a fresh generation so the FAISS cache picks the vector up (a bump for an experience
+        # that already existed only costs the index an empty catch-up).
+        gen = self.store.bump_embedding_generation()
+        props.update(embedding_properties(vec, self.embedder.hashes([text])[0], self.embedder.model_name, gen))
         ok = exp.status == "ok" and exp.speedup
         log_ratio = math.log(exp.speedup / (parent_speedup or 1.0)) if ok else 0.0
         rows = self.store.write(
@@ -83,12 +86,7 @@ class Recorder:
             llm_calls=llm_calls,
             llm_tokens=llm_tokens,
         )
-        created = bool(rows and rows[0]["created"])
-        if created:
-            # The FAISS cache learns of the new vector through the generation counter.
-            gen = self.store.bump_embedding_generation()
-            self.store.write("MATCH (x:Experience {id: $id}) SET x.embedding_gen = $gen", id=exp.id, gen=gen)
-        return created
+        return bool(rows and rows[0]["created"])
 
     def update_run(self, run_id: str, **changes: Any) -> None:
         """Set only the named Run properties (the counters belong to `record`)."""
