@@ -52,6 +52,11 @@ _CLAIM_PERCENT_PRE = re.compile(
     rf"(?:about|around|~|up to)?\s*\+?{_NUM}\s*%",
     re.I,
 )
+# "+39%" in a benchmark table: a signed gain, believed only when the message speaks of measuring speed.
+_CLAIM_PLUS_PERCENT = re.compile(rf"(?<![\w.+-])\+\s?{_NUM}\s?%")
+_BENCH_CTX = re.compile(r"bench|perf|speed|faster|throughput|gflops|t/s|tok/s|tokens/s|\b(?:pp|tg)\d+\b", re.I)
+# "x1.5" (the factor written after the x): like "1.5x", it needs a performance word nearby.
+_CLAIM_X_FIRST = re.compile(rf"(?<![\w.])[x×]\s?{_NUM}(?![\w.]|\s*[x×*]\s*\d)", re.I)
 _CLAIM_FROM_TO = re.compile(
     rf"from\s+{_NUM}\s*(?:gflops|gb/s|t/s|tok/s|tokens/s|ms|us|µs|s|ns|cycles)?\s+to\s+"
     rf"{_NUM}\s*(gflops|gb/s|t/s|tok/s|tokens/s|ms|us|µs|s|ns|cycles)",
@@ -89,6 +94,12 @@ def parse_perf_claims(text: str) -> list[float]:
             out.append(1 + pct)
     for m in _CLAIM_PERCENT_PRE.finditer(text):
         out.append(1 + float(m.group(1)) / 100)
+    if "+" in text and _BENCH_CTX.search(text):
+        out += [1 + float(m.group(1)) / 100 for m in _CLAIM_PLUS_PERCENT.finditer(text)]
+    for m in _CLAIM_X_FIRST.finditer(text):
+        head, tail = text[max(0, m.start() - 40) : m.start()], text[m.end() : m.end() + 40]
+        if _CLAIM_FACTOR_CTX.search(head) or _CLAIM_FACTOR_CTX.search(tail):
+            out.append(float(m.group(1)))
     for m in _CLAIM_FROM_TO.finditer(text):
         a, b, unit = float(m.group(1)), float(m.group(2)), m.group(3).lower()
         if a > 0 and b > 0:
@@ -684,12 +695,48 @@ def _unroll_degree(code: str) -> int:
 
 
 PERF_RX = re.compile(
-    r"optimi[sz](?:e|ed|es|ing|ation|ations)\b|\bopt\b|speed[- ]?up|\bfaster\b|\bperformance\b|\bperf\b|"
+    r"\boptimi[sz](?:e|ed|es|ing|ation|ations)\b|(?<![-/.])\bopt\b(?![-/.]|\s+step)|speed[- ]?up|\bfaster\b|"
+    r"\bperformance\b|\bperf\b|"
     r"accelerat\w*|\bspeed\b|\bboost\w*|\bthroughput\b|\bgflops\b|\blatency\b|\befficien\w*|\btun(?:e|ed|ing)\b|"
     r"\bimprove\w* (?:the )?(?:speed|perf\w*|efficiency)|\bfast(?:er)? (?:path|version|kernel|implementation)|"
     r"\bquicker\b|\bhot ?path\b|\bcheaper\b|\bparalleli[sz](?:e|ed|es|ing|ation)\b|\bmulti-?thread(?:ed|ing)\b",
     re.I,
 )
+# Perf words that name a measuring tool, not a purpose: "perf logger", "for performance debugging".
+_INSTRUMENT_AFTER_RX = re.compile(
+    r"[\s-]+(?:logg\w*|logs?|debug\w*|counters?|monitor\w*|stats?|statistics|metrics|profil\w*|tests?|"
+    r"testing|measur\w*|report\w*|trac(?:e|es|ing)|analysis|regressions?|numbers|data)\b",
+    re.I,
+)
+INSTRUMENT_TITLE_RX = re.compile(
+    r"\bperf(?:ormance)?[\s-]+(?:logg\w*|logs?|debug\w*|counters?|monitor\w*|stats?|statistics|metrics|"
+    r"profil\w*|tests?|testing|measur\w*|report\w*|trac(?:e|es|ing))\b|\bprofil(?:er|ing)\b|\blogger\b",
+    re.I,
+)
+# An identifier right before "optimization"/"opt" makes it a name ("KERNEL.POWER8 optimization", "mask_opt"),
+# not a statement that this commit optimizes.
+_NAMED_BEFORE_RX = re.compile(r"(?:\w+[._]\w[\w.]*|`[^`]+`)\s*$")
+# Threads as the purpose: running on more cores is a speedup even without the word "faster".
+THREAD_RX = re.compile(
+    r"\bsmp\b|\bopenmp\b|\bpthreads?\b|\bmulti-?thread\w*|\bparallel(?:i[sz]\w*|ism)?\b|(?<!single-)(?<!single )"
+    r"\bthreaded\b|(?<!single-)(?<!single )\bthreading\b|\bmulti-?core\b",
+    re.I,
+)
+# Removing work that was done for nothing is a speedup: "remove redundant memcpy", "avoid reallocations".
+WASTE_RX = re.compile(
+    r"\b(?:remov|avoid|skip|eliminat|drop|reduc|sav|cut)\w*\s+(?:(?:the|a|an|of|some|\w+)\s+){0,2}?"
+    r"(?:redundant|unnecessary|unneeded|superfluous|needless|duplicated?|repeated)\s+(?:\w+\s+)?"
+    r"(?:cop(?:y|ies|ying)|memcpy|memcop(?:y|ies)|alloc\w*|realloc\w*|sync\w*|barriers?|work|comput\w*|"
+    r"loads?|stores?|transfers?|launch\w*|conversions?|casts?|passes|dispatch\w*|round[- ]trips?)\b|"
+    r"\bavoid\w*\s+(?:\w+\s+)?(?:re-?alloc\w*|re-?comput\w*|recompil\w*|copies|copying|sync\w*)\b",
+    re.I,
+)
+FEATURE_TITLE_RX = re.compile(r"\bsupport(?:s|ed|ing)?\b", re.I)
+# GitHub's web editor names a commit "Update <file>": that says nothing, least of all housekeeping.
+DEFAULT_UPDATE_TITLE_RX = re.compile(r"^update\s+[\w./-]+\.\w+$", re.I)
+# Identifiers and file names ("level3_gemm3m_thread.c"): technique words inside them are names, not statements.
+_IDENT_RX = re.compile(r"\S*[_/.]\w\S*")
+
 IMPL_RX = re.compile(
     r"\b(?:add(?:ed|s|ing)?|implement\w*|use[sd]?|using|enable[sd]?|introduc\w*|new|port\w*|rewrit\w*|"
     r"optimi[sz]\w*|vectori[sz]\w*)\b.{0,60}\b(?:rvv|risc-?v vector|avx2?|avx-?512|neon|sve2?|lsx|lasx|vsx|"
@@ -734,6 +781,7 @@ class Triage:
     patch_paths: list[str]  # source files worth reading (not vendored, not binary, not huge)
     avoid_paths: list[str]  # source files not to diff: too big, or past the patch cap of a huge commit
     meta: MetaSignals
+    huge_arch_kernels: list[str] = field(default_factory=list)  # too big to read, in an ISA's kernel folder
 
 
 BIG_COMMIT_LINES = 12_000  # changed lines that fill the 400 kB patch cap: beyond them nothing is read
@@ -772,18 +820,33 @@ def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
         reasons.append(f"{w:+.1f} {why}")
 
     message, title = c.message, c.title
-    perf_words = {m.group(0).lower() for m in PERF_RX.finditer(message)}
+    perf_words = speed_words(message)
+    title_perf = bool(perf_words) and bool(speed_words(title))
     if perf_words:
-        in_title = bool(PERF_RX.search(title))
-        add(2.0 if in_title else 1.5, f"message speaks of performance ({', '.join(sorted(perf_words)[:4])})")
+        add(2.0 if title_perf else 1.5, f"message speaks of performance ({', '.join(sorted(perf_words)[:4])})")
+    elif m := THREAD_RX.search(title):
+        title_perf = True  # a title about threads states a speed purpose as plainly as "faster"
+        add(2.0, f"title speaks of threading, a speed purpose ({m.group(0)!r})")
+    elif m := THREAD_RX.search(message):
+        add(0.5, f"message speaks of threading ({m.group(0)!r})")
+    if m := WASTE_RX.search(title):
+        add(1.5, f"title removes wasted work ({m.group(0)[:50]!r})")
+    elif m := WASTE_RX.search(message):
+        add(0.5, f"message removes wasted work ({m.group(0)[:50]!r})")
     claims = parse_perf_claims(message)
     if claims:
         add(1.5, f"claims speedup {', '.join(f'{x:g}x' for x in claims[:4])}")
     gpu = gpu_only(code_paths or paths)
+    title_impl = False
     if (m := IMPL_RX.search(title)) and not (gpu and m.group(0).lower().rstrip("s").endswith("kernel")):
+        title_impl = True
         add(1.5, f"title introduces a SIMD/kernel implementation ({m.group(0)[:50]!r})")
     elif (m := IMPL_RX.search(message)) and not gpu:
         add(0.5, f"message introduces a SIMD/kernel implementation ({m.group(0)[:50]!r})")
+    if not (title_perf or title_impl or claims) and (m := FEATURE_TITLE_RX.search(title)):
+        # "add support for Q4_1", "support mixed head sizes": a new capability, unless a SIMD/kernel
+        # title, a speed word in it or a measured speedup says otherwise.
+        add(-0.5, f"title adds a feature ({m.group(0)!r})")
     if kernel_paths:
         add(0.5, f"touches kernel code ({kernel_paths[0]}{' ...' if len(kernel_paths) > 1 else ''})")
         new_kernels = [f for f in c.files if kinds[f.path] == "kernel" and f.deletions == 0 and f.insertions >= 30]
@@ -791,21 +854,47 @@ def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
             add(0.5, f"adds kernel file {new_kernels[0].path}")
     if len(paths) >= 3 and 0 < len(code_paths) / len(paths) < 0.3:
         add(-0.5, "mostly non-source files")
-    title_tech = _first_technique(title)
-    msg_tech = title_tech or _first_technique(message)
+    title_tech = _first_technique(_IDENT_RX.sub(" ", title))
+    msg_tech = title_tech or _first_technique(_IDENT_RX.sub(" ", message))
     if title_tech and kernel_paths:
         add(1.0, f"title names a technique on kernel code ({title_tech[0].value}: {title_tech[1].group(0)!r})")
     elif msg_tech and (perf_words or kernel_paths):
         add(0.5, f"message names a technique ({msg_tech[0].value}: {msg_tech[1].group(0)!r})")
     if neg := NEG_STRONG_RX.search(title):
         add(-2.5 if not claims else -1.0, f"title reads as a fix/revert ({neg.group(0).strip()!r})")
-    elif neg := NEG_STRONG_RX.search(message):
+    elif neg := NEG_STRONG_RX.search(_REVIEW_FIX_RX.sub(" ", message)):
         add(-0.5, f"message mentions a fix ({neg.group(0).strip()!r})")
-    if (neg := NEG_HOUSEKEEPING_RX.search(title)) and not PERF_RX.search(title):
+    if (neg := NEG_HOUSEKEEPING_RX.search(title)) and not title_perf and not DEFAULT_UPDATE_TITLE_RX.match(title):
         add(-1.0, f"title reads as housekeeping ({neg.group(0).strip()!r})")
-    if re.search(r"\bslow(?:er|down)\b|\bdisable\w*\b", title, re.I) and not claims:
+    if (m := INSTRUMENT_TITLE_RX.search(title)) and not title_perf:
+        add(-1.0, f"title describes instrumentation, not a speedup ({m.group(0)!r})")
+    # "disable X to improve performance" is tuning: only a disable without a speed purpose counts against.
+    if _SLOW_DISABLE_RX.search(title) and not claims and not title_perf:
         add(-1.0, "title speaks of slowing down or disabling")
     return MetaSignals(score, reasons, code_paths, kernel_paths, claims, False)
+
+
+# Squashed pull requests list their review rounds ("* fix typo", "* Fix review comments"): those fixes are
+# how the change was polished, not what it is for.
+_REVIEW_FIX_RX = re.compile(
+    r"\bfix(?:e[sd]|ing)?\s+(?:the\s+)?(?:review\w*|typos?|ci|build|lint\w*|whitespaces?|warnings?|format\w*|"
+    r"style|editorconfig|comments?|compil\w*|tests?|pycheck)\b",
+    re.I,
+)
+_SLOW_DISABLE_RX = re.compile(r"\bslow(?:er|down)\b|\bdisable\w*\b", re.I)
+
+
+def speed_words(text: str) -> set[str]:
+    """Performance words stating a purpose; not those naming a tool ("perf logger") or a thing ("mask_opt")."""
+    out: set[str] = set()
+    for m in PERF_RX.finditer(text):
+        word = m.group(0).lower()
+        if word.startswith(("perf", "opt")) and _INSTRUMENT_AFTER_RX.match(text, m.end()):
+            continue
+        if word.startswith("opt") and _NAMED_BEFORE_RX.search(text, 0, m.start()):
+            continue
+        out.add(word)
+    return out
 
 
 def _lines(f: FileChange) -> int:
@@ -831,9 +920,18 @@ def triage(c: RawCommit, profile: LibraryProfile, max_file_lines: int) -> Triage
                 break
             keep.append(p)
             used += _lines(by_path[p])
+        huge_arch = [p for p in huge if _isa_folder(p, profile)]
         huge += [p for p in wanted if p not in set(keep)]
         wanted = keep
-    return Triage(True, kinds, wanted, huge, meta)
+    else:
+        huge_arch = [p for p in huge if _isa_folder(p, profile)]
+    return Triage(True, kinds, wanted, huge, meta, huge_arch)
+
+
+def _isa_folder(path: str, profile: LibraryProfile) -> bool:
+    """Is `path` a kernel file under an architecture folder that names a SIMD ISA (kernel/riscv64/...)?"""
+    arch = profile.kernel_arch(path)
+    return bool(arch) and arch in ARCH_DIR_ISA
 
 
 def classify(c: RawCommit, profile: LibraryProfile, tri: Triage, patch: str) -> Classification:
@@ -855,6 +953,11 @@ def classify(c: RawCommit, profile: LibraryProfile, tri: Triage, patch: str) -> 
     net_intr = diff.added_intrinsics - diff.removed_intrinsics if diff.added_intrinsics >= 8 else 0
     if net_intr >= 8:
         add(1.0, f"adds {net_intr} SIMD intrinsic calls")
+    elif tri.huge_arch_kernels:
+        # Too big to diff (> max_file_lines changed), but thousands of lines in an ISA's kernel folder are
+        # SIMD or assembly code: the path says what the unread diff would have shown.
+        big = tri.huge_arch_kernels[0]
+        add(1.0, f"rewrites {big} ({profile.kernel_arch(big)} kernel code too large to read)")
     if score + CODE_TECHNIQUE_BONUS < THRESHOLD:
         # Settled: even every technique signal could not lift it. Half the candidates end here, and the
         # technique patterns are the costliest part of classifying; the score is then a lower bound.

@@ -65,7 +65,7 @@ BUILD_RE = re.compile(
     re.I,
 )
 GPU_RE = re.compile(
-    r"(^|/)ggml-(cuda|metal|vulkan|sycl|opencl|kompute|cann|musa|hip|webgpu|rpc)|\.(cu|cuh|metal|"
+    r"(^|/)ggml-(cuda|metal|vulkan|sycl|opencl|kompute|cann|musa|hip|webgpu|hexagon|zdnn|rpc)|\.(cu|cuh|metal|"
     r"comp|glsl|wgsl|cl)$",
     re.I,
 )
@@ -128,7 +128,8 @@ GGML = LibraryProfile(
         re.compile(r"(^|/)ggml-cpu/(vec|ops|repack|simd-mappings|ggml-cpu-impl|quants|ggml-cpu-quants)\.\w+$"),
         re.compile(r"(^|/)k_quants\.(c|h)$"),
         re.compile(r"(^|/)sgemm\.(cpp|h)$"),
-        re.compile(r"(^|/)ggml-(cuda|metal|vulkan|sycl|opencl)"),
+        # every compute backend whose kernels GPU_RE recognises (rpc only moves data)
+        re.compile(r"(^|/)ggml-(cuda|metal|vulkan|sycl|opencl|cann|musa|hip|webgpu|kompute|hexagon|zdnn)"),
     ),
     marker_paths=("src/ggml.c", "ggml/src/ggml.c", "ggml.c", "include/ggml.h", "ggml/include/ggml.h"),
 )

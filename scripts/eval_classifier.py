@@ -26,6 +26,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+# Run as a file (`python scripts/eval_classifier.py`), sys.path[0] is scripts/: the miners package lives one up.
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
 LABELS = ("optimization", "other")
 SHEET_DIFF_LINES = 160
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from miners import gitwalk
-from miners.classify import parse_perf_claims
+from miners.classify import parse_perf_claims, speed_words
 from miners.pipeline import classify_commits
 from miners.profiles import GENERIC, GGML, ONNXRUNTIME, OPENBLAS, PROFILES, detect_library, file_kind
-from tests.support.gitrepos import EXPECTED, build_kernel_repo
+from tests.support.gitrepos import EXPECTED, RVV_DOT, _commit, build_kernel_repo, init_repo
 
 
 @pytest.fixture(scope="module")
@@ -148,6 +148,12 @@ def test_early_walk_is_adopted_only_for_the_same_whole_history(kernel_repo: Path
         ("bump to version 0.3.28", []),
         ("about 3 times faster", [3.0]),
         ("10% slower but correct", []),
+        # signed gains in a benchmark table count; the loss next to them does not
+        ("Benchmarks (MI300X):\n  pp512  +7%,  pp4096 +39%\n  tg128  -10%", [1.07, 1.39]),
+        ("coverage +5% after the new tests", []),  # no word about speed: not a claim
+        ("sgemv: x1.5 faster on small matrices", [1.5]),
+        ("~2x speedup for q4_0 on Zen 4", [2.0]),
+        ("use a 4x4 tile, x4 unrolled", []),
     ],
 )
 def test_perf_claims(text: str, claims: list[float]) -> None:
@@ -167,3 +173,113 @@ def test_library_profiles_know_kernel_paths() -> None:
     assert detect_library("whatever", {"kernel", "param.h", "driver/level3"}) is OPENBLAS
     assert detect_library("ggml-org/llama.cpp", set()) is GGML
     assert set(PROFILES) == {"openblas", "ggml", "onnxruntime", "generic"}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Message and path signals, each on a real commit of a repository built here.
+
+SIGNAL_COMMITS: dict[str, dict[str, str]] = {
+    "enabled smp for ger.c and zger.c, but only for 64bit binaries": {
+        "interface/ger.c": "#ifdef SMP\n#define SMPTEST 1\n#endif\nint nthreads;\n",
+    },
+    "Add option USE_LOCKING for single-threaded build with locking support": {
+        "driver/others/memory.c": "#ifdef USE_LOCKING\nstatic int lock;\n#endif\n",
+    },
+    "vulkan: disable FA mask_opt on GCN to improve performance": {
+        "src/ggml-vulkan/ggml-vulkan.cpp": "bool use_mask_opt = device->architecture != GCN;\n",
+    },
+    "vulkan: Add perf logger mode with concurrency\n\nTimes groups of work to see whether single ops need "
+    "to be optimized.": {
+        "src/ggml-vulkan/ggml-vulkan.cpp": "static bool perf_logger_concurrent = false;\n",
+    },
+    "metal : add opt_step_adamw and op_sum": {
+        "src/ggml-metal/ggml-metal.metal": "kernel void kernel_opt_step_adamw_f32() {}\n",
+    },
+    "POWER9: Use default param values from POWER8 on AIX\n\nAIX uses KERNEL.POWER8 optimization on POWER9.": {
+        "param.h": "#define SGEMM_DEFAULT_P 832\n",
+    },
+    "sycl: remove redundant memcopy in ggml_backend_sycl_buffer_set_tensor": {
+        "src/ggml-sycl/ggml-sycl.cpp": "queue.memcpy(dst, src, size);\n",
+    },
+    "hexagon: add support for Q4_1 in MUL_MAT\n\n* fix typo\n* Fix review comments": {
+        "src/ggml-hexagon/ggml-hexagon.cpp": "case GGML_TYPE_Q4_1: return true;\n",
+    },
+    "Update level3_gemm3m_thread.c": {
+        "driver/level3/level3_gemm3m_thread.c": "min_jj = 3 * GEMM3M_UNROLL_N;\n",
+    },
+}
+HUGE_RVV_TITLE = "ggml-cpu: extend RVV quantization vec dot to higher VLENs"
+
+
+@pytest.fixture(scope="module")
+def signal_commits(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """title -> Classification, from the miner's own path over a real repository (profile OpenBLAS or ggml)."""
+    root = tmp_path_factory.mktemp("signals")
+    out: dict[str, object] = {}
+    for name, profile, commits in (
+        ("openblas", OPENBLAS, {k: v for k, v in SIGNAL_COMMITS.items() if not any("ggml" in p for p in v)}),
+        ("ggml", GGML, {k: v for k, v in SIGNAL_COMMITS.items() if any("ggml" in p for p in v)}),
+    ):
+        repo = init_repo(root / name)
+        t = 1_700_000_000
+        _commit(repo, "Initial import", {"README.md": "# r\n"}, t)
+        for i, (message, files) in enumerate(commits.items(), 1):
+            _commit(repo, message, files, t + 10 * i)
+        if name == "ggml":
+            # 3,400 added lines of RVV code: past the 3,000-line cap, so its patch is never read
+            body = "\n".join(RVV_DOT.replace("dot_rvv", f"dot_rvv_{i}") for i in range(170))
+            _commit(repo, HUGE_RVV_TITLE, {"src/ggml-cpu/arch/riscv/quants.c": body}, t + 999)
+        handle = gitwalk.open_repository(str(root / name), root / "cache")
+        warnings = gitwalk.WalkWarnings()
+        for m in classify_commits(handle, profile, gitwalk.walk_commits(handle, ["HEAD"], warnings), warnings):
+            out[m.raw.title] = m.classification
+    return out
+
+
+def _has(c: object, text: str) -> bool:
+    return any(text in r for r in c.reasons)  # type: ignore[attr-defined]
+
+
+def test_threading_in_the_title_is_a_speed_purpose(signal_commits: dict) -> None:
+    smp = signal_commits["enabled smp for ger.c and zger.c, but only for 64bit binaries"]
+    assert _has(smp, "title speaks of threading") and smp.is_optimization
+    locking = signal_commits["Add option USE_LOCKING for single-threaded build with locking support"]
+    assert not _has(locking, "threading") and not locking.is_optimization
+
+
+def test_disabling_to_improve_performance_is_tuning(signal_commits: dict) -> None:
+    c = signal_commits["vulkan: disable FA mask_opt on GCN to improve performance"]
+    assert not _has(c, "disabling") and c.is_optimization
+
+
+def test_instrumentation_and_names_are_not_speed_claims(signal_commits: dict) -> None:
+    logger = signal_commits["vulkan: Add perf logger mode with concurrency"]
+    assert _has(logger, "instrumentation") and not logger.is_optimization
+    assert not _has(signal_commits["metal : add opt_step_adamw and op_sum"], "performance")
+    power = signal_commits["POWER9: Use default param values from POWER8 on AIX"]
+    assert not _has(power, "performance") and not power.is_optimization
+    assert speed_words("only for performance debug for now") == set()
+    assert speed_words("rename optimize_graph to graph_optimize in ggml-opt") == set()
+    assert speed_words("optimize the q4_0 dot product") == {"optimize"}
+
+
+def test_removing_redundant_work_is_a_speed_purpose(signal_commits: dict) -> None:
+    c = signal_commits["sycl: remove redundant memcopy in ggml_backend_sycl_buffer_set_tensor"]
+    assert _has(c, "removes wasted work") and c.is_optimization
+
+
+def test_feature_titles_and_review_rounds(signal_commits: dict) -> None:
+    c = signal_commits["hexagon: add support for Q4_1 in MUL_MAT"]
+    assert _has(c, "title adds a feature") and _has(c, "touches kernel code (src/ggml-hexagon")
+    assert not _has(c, "mentions a fix")  # "* fix typo" is a review round, not the commit's purpose
+
+
+def test_github_default_update_title_is_neutral(signal_commits: dict) -> None:
+    c = signal_commits["Update level3_gemm3m_thread.c"]
+    assert not _has(c, "housekeeping") and not _has(c, "threading")  # 'thread' is part of a file name
+
+
+def test_huge_isa_kernel_file_still_counts(signal_commits: dict) -> None:
+    c = signal_commits[HUGE_RVV_TITLE]
+    assert _has(c, "kernel code too large to read") and c.is_optimization
+    assert [str(i) for i in c.isas] == ["rvv"]
