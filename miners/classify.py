@@ -540,13 +540,17 @@ class DiffStats:
     removed side is tokenized only when asked: most candidates are settled by the added side alone.
     """
 
-    def __init__(self, added: str, removed: str) -> None:
+    def __init__(self, added: str, removed: str | Callable[[], str]) -> None:
         self.added = added  # added lines joined (capped at ANALYSIS_CAP characters)
-        self.removed = removed
+        self._removed = removed  # the removed lines, or how to extract them when first asked
         self.added_tokens: Counter[str] = Counter(TOKEN_RX.findall(added))  # identifier-like tokens -> count
         self.added_vocab = " ".join(self.added_tokens)
         self.added_signals = _signals(self.added_tokens)  # tokens any token-level pattern matches
         self.added_intrinsics = _slot_count(self.added_signals, self.added_tokens, _INTRINSIC)
+
+    @cached_property
+    def removed(self) -> str:
+        return self._removed if isinstance(self._removed, str) else self._removed()
 
     @cached_property
     def removed_tokens(self) -> Counter[str]:
@@ -580,7 +584,6 @@ class DiffStats:
 
 
 ANALYSIS_CAP = 24_000  # characters of added (and removed) code the regex signals look at
-_FILE_SPLIT_RX = re.compile(r"^diff --git ", re.M)
 # A changed line: '+'/'-' but not the '+++ '/'--- ' file headers (a content line that looks like one is
 # skipped too, as the header test cannot tell them apart).
 _ADDED_RX = re.compile(r"^\+(?!\+\+ )(.*)", re.M)
@@ -590,7 +593,10 @@ _REMOVED_RX = re.compile(r"^-(?!-- )(.*)", re.M)
 def _file_sections(patch: str, keep_file: Callable[[str], bool] | None) -> list[tuple[str, str]]:
     """(file, section text) per `diff --git` header, in order; files failing `keep_file` dropped."""
     out: list[tuple[str, str]] = []
-    for section in _FILE_SPLIT_RX.split(patch)[1:]:
+    # str.split on the header (C speed) instead of a multiline regex: content lines start with +, - or a
+    # space, so "\ndiff --git " only ever begins a file.
+    text = patch if patch.startswith("\n") else "\n" + patch
+    for section in text.split("\ndiff --git ")[1:]:
         header, _, body = section.partition("\n")
         path = header.rsplit(" b/", 1)[-1]
         if keep_file is None or keep_file(path):
@@ -614,19 +620,21 @@ def diff_stats(patch: str, keep_file: Callable[[str], bool] | None = None) -> Di
     and regexes over megabytes of generated code would dominate the run time. Lines are found with one
     regex scan per file (C speed), not a Python loop over every line of the patch.
     """
-    added: list[str] = []
-    removed: list[str] = []
-    add_budget = rem_budget = ANALYSIS_CAP
-    for _, body in _file_sections(patch, keep_file):
-        if add_budget > 0:
-            got, add_budget = _capped(_ADDED_RX.findall(body), add_budget)
-            added += got
-        if rem_budget > 0:
-            got, rem_budget = _capped(_REMOVED_RX.findall(body), rem_budget)
-            removed += got
-        if add_budget <= 0 and rem_budget <= 0:
+    sections = _file_sections(patch, keep_file)
+    # The removed side is extracted only if asked for (about half the candidates never need it).
+    return DiffStats(_changed_lines(sections, _ADDED_RX), lambda: _changed_lines(sections, _REMOVED_RX))
+
+
+def _changed_lines(sections: list[tuple[str, str]], rx: re.Pattern[str]) -> str:
+    """The lines `rx` picks from each file section, in order, until ANALYSIS_CAP characters are taken."""
+    out: list[str] = []
+    budget = ANALYSIS_CAP
+    for _, body in sections:
+        got, budget = _capped(rx.findall(body), budget)
+        out += got
+        if budget <= 0:
             break
-    return DiffStats("\n".join(added), "\n".join(removed))
+    return "\n".join(out)
 
 
 HUNK_MAX_LINES = 400
@@ -855,14 +863,14 @@ def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
     if len(paths) >= 3 and 0 < len(code_paths) / len(paths) < 0.3:
         add(-0.5, "mostly non-source files")
     title_tech = _first_technique(_IDENT_RX.sub(" ", title))
-    msg_tech = title_tech or _first_technique(_IDENT_RX.sub(" ", message))
     if title_tech and kernel_paths:
         add(1.0, f"title names a technique on kernel code ({title_tech[0].value}: {title_tech[1].group(0)!r})")
-    elif msg_tech and (perf_words or kernel_paths):
+    # The body's technique matters only with a speed word or kernel code: only then is it looked for.
+    elif (perf_words or kernel_paths) and (msg_tech := title_tech or _first_technique(_IDENT_RX.sub(" ", message))):
         add(0.5, f"message names a technique ({msg_tech[0].value}: {msg_tech[1].group(0)!r})")
     if neg := NEG_STRONG_RX.search(title):
         add(-2.5 if not claims else -1.0, f"title reads as a fix/revert ({neg.group(0).strip()!r})")
-    elif neg := NEG_STRONG_RX.search(_REVIEW_FIX_RX.sub(" ", message)):
+    elif neg := _body_fix(message):
         add(-0.5, f"message mentions a fix ({neg.group(0).strip()!r})")
     if (neg := NEG_HOUSEKEEPING_RX.search(title)) and not title_perf and not DEFAULT_UPDATE_TITLE_RX.match(title):
         add(-1.0, f"title reads as housekeeping ({neg.group(0).strip()!r})")
@@ -882,6 +890,13 @@ _REVIEW_FIX_RX = re.compile(
     re.I,
 )
 _SLOW_DISABLE_RX = re.compile(r"\bslow(?:er|down)\b|\bdisable\w*\b", re.I)
+
+
+def _body_fix(message: str) -> re.Match[str] | None:
+    """The first fix/bug word of a message once the review rounds of a squashed pull request are blanked."""
+    if NEG_STRONG_RX.search(message) is None:  # the usual case: no fix word at all, nothing to blank
+        return None
+    return NEG_STRONG_RX.search(_REVIEW_FIX_RX.sub(" ", message))
 
 
 def speed_words(text: str) -> set[str]:
