@@ -39,3 +39,13 @@ CREATE INDEX thought_embedding_gen IF NOT EXISTS FOR (n:Thought) ON (n.embedding
 CREATE INDEX idea_embedding_gen IF NOT EXISTS FOR (n:Idea) ON (n.embedding_gen);
 CREATE INDEX experience_embedding_gen IF NOT EXISTS FOR (n:Experience) ON (n.embedding_gen);
 CREATE INDEX task_embedding_gen IF NOT EXISTS FOR (n:Task) ON (n.embedding_gen);
+
+// migration 6: vector indexes on embedding_vector
+// `embedding` is now float32 bytes (cheap to write; FAISS reads it). The vector indexes read `embedding_vector`,
+// a float-list copy that GraphStore.sync_vector_index maintains after writes (eventually consistent).
+DROP INDEX thought_embedding IF EXISTS;
+DROP INDEX idea_embedding IF EXISTS;
+DROP INDEX experience_embedding IF EXISTS;
+CREATE VECTOR INDEX thought_embedding_vector IF NOT EXISTS FOR (n:Thought) ON n.embedding_vector OPTIONS {indexConfig: {`vector.dimensions`: 384, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX idea_embedding_vector IF NOT EXISTS FOR (n:Idea) ON n.embedding_vector OPTIONS {indexConfig: {`vector.dimensions`: 384, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX experience_embedding_vector IF NOT EXISTS FOR (n:Experience) ON n.embedding_vector OPTIONS {indexConfig: {`vector.dimensions`: 384, `vector.similarity_function`: 'cosine'}};

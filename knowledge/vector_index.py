@@ -20,7 +20,7 @@ from pathlib import Path
 import faiss
 import numpy as np
 
-from knowledge.store import EMBEDDED_LABELS, GraphStore
+from knowledge.store import EMBEDDED_LABELS, GraphStore, as_vector
 
 log = logging.getLogger(__name__)
 ATTRS = ("isa", "operator", "technique", "target")
@@ -131,11 +131,13 @@ class VectorIndex:
     def _catch_up(self, graph_gen: int, since: int) -> None:
         assert self._shards is not None
         for page in self._store.iter_embeddings(self.model, since_generation=since):
+            for r in page:
+                r["v"] = as_vector(r["v"])
             rows = [r for r in page if len(r["v"]) == self.dim]  # same model name, other dimension: ignore
             if not rows:
                 continue
             codes = {a: [self._code(a, r.get(a)) for r in rows] for a in ATTRS}
-            vectors = np.asarray([r["v"] for r in rows], dtype=np.float32)
+            vectors = np.stack([r["v"] for r in rows])
             self._shards[rows[0]["label"]].upsert([r["k"] for r in rows], vectors, codes)
         self._generation = graph_gen
         self._save()

@@ -57,4 +57,6 @@ class Container:
 
     def close(self) -> None:
         if "store" in self.__dict__:
+            if self.store.wrote_embeddings:
+                self.store.sync_vector_index()  # so analysts' vector queries see what this process wrote
             self.store.close()

@@ -8,6 +8,7 @@ earlier process left unfinished. At shutdown: running runs are stopped and recor
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -60,9 +61,11 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         state = await run_in_threadpool(_assemble, settings, container, optimizer_factory, resume_runs, warm)
         app.state.eok = state
+        stop_sync = _start_vector_sync(state.container)
         try:
             yield
         finally:
+            stop_sync.set()
             await run_in_threadpool(state.runs.shutdown)
             if container is None:  # we built it, we close it
                 state.container.close()
@@ -118,6 +121,25 @@ def _assemble(
         cypher=ReadOnlyCypher(store, settings.cypher_timeout_s, settings.cypher_row_cap),
         runs=manager,
     )
+
+
+VECTOR_SYNC_INTERVAL_S = 10.0
+
+
+def _start_vector_sync(container: Container) -> threading.Event:
+    """Keep the Neo4j vector indexes (analysts' Cypher) caught up with embeddings written by runs and by other
+    processes; a check is one small read when nothing changed."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(VECTOR_SYNC_INTERVAL_S):
+            try:
+                container.store.sync_vector_index()
+            except Exception:  # a lost connection must not kill the loop; the next round retries
+                log.exception("vector index sync failed")
+
+    threading.Thread(target=loop, name="eok-vector-sync", daemon=True).start()
+    return stop
 
 
 def _one_faiss_thread() -> None:

@@ -73,6 +73,7 @@ def status(json_out: bool = JsonOpt) -> None:
     settings = get_settings()
     with GraphStore.connect(settings, migrate=False) as store:  # Unavailable names the URI and the fix
         stats = store.stats()
+        stats["vector_index_pending"] = store.vector_index_pending()
     info = {**_where(settings), **stats}
     if json_out:
         print_json(info)
@@ -80,11 +81,36 @@ def status(json_out: bool = JsonOpt) -> None:
     _print_status(info)
 
 
+@db_app.command()
+def sync(json_out: bool = JsonOpt) -> None:
+    """Copy new embeddings into the Neo4j vector indexes now (the service and every `eok` command that
+    wrote embeddings do it on their own; a bulk load may leave it to this)."""
+    from knowledge.store import GraphStore
+
+    settings = get_settings()
+    began = time.monotonic()
+    with GraphStore.connect(settings) as store:
+        copied = store.sync_vector_index()
+        pending = store.vector_index_pending()
+    info = {
+        "uri": settings.bolt_uri,
+        "synced": copied,
+        "pending": pending,
+        "seconds": round(time.monotonic() - began, 2),
+    }
+    if json_out:
+        print_json(info)
+        return
+    console.print(f"synced {copied:,} vectors into the Neo4j vector indexes; {pending:,} pending", highlight=False)
+
+
 def _print_status(info: dict[str, Any]) -> None:
     where = f"pid {info['pid']}, data {info['data_dir']}" if info["managed"] == "local" else "not managed by eok"
     console.print(
         f"Neo4j {info['version']} {info['edition']} at {info['uri']} ({where})", highlight=False, soft_wrap=True
     )
+    if info.get("vector_index_pending"):
+        console.print(f"{info['vector_index_pending']:,} embeddings not yet in the vector indexes: `eok db sync`")
     for title, counts in (("label", info["labels"]), ("relationship type", info["relationships"])):
         table = Table(title=None, show_edge=False, pad_edge=False)
         table.add_column(title)

@@ -284,3 +284,42 @@ def test_unknown_filter_value_is_an_error_naming_it(container) -> None:
 
     with pytest.raises(InvalidInput, match="filter isa"):
         container.retriever.search("x", filters=SearchFilters(isa="mmx2000"))
+
+
+def test_neo4j_vector_index_is_synced_after_ingest(container) -> None:
+    store = container.store
+    container.ingestor.ingest([Idea(id="idea:x", title="x"), *_thoughts(12)])
+    stored = store.read("MATCH (t:Thought {id: 't3'}) RETURN t.embedding AS v, t.embedding_vector AS f")[0]
+    assert isinstance(stored["v"], bytes) and len(stored["v"]) == 4 * 384  # float32 bytes, not a list
+    assert stored["f"] is None  # the float-list copy for the Neo4j index is not in the ingest path
+    assert store.vector_index_pending() == 13
+
+    assert store.sync_vector_index() == 13
+    assert store.vector_index_pending() == 0
+    assert store.sync_vector_index() == 0  # nothing new: a no-op
+    store.read("CALL db.awaitIndexes(60)")
+    vec = container.embedder.embed([_thoughts(12)[3].embedding_text()])[0].tolist()
+    rows = store.read(
+        "CALL db.index.vector.queryNodes('thought_embedding_vector', 3, $v) YIELD node, score "
+        "RETURN node.id AS id, score",
+        v=vec,
+    )
+    assert rows[0]["id"] == "t3" and rows[0]["score"] > 0.99
+
+    # Re-embedded text is synced again; unchanged nodes are not copied twice.
+    changed = _thoughts(12)[5].model_copy(update={"title": "a completely different title"})
+    container.ingestor.ingest([changed])
+    assert store.vector_index_pending() == 1
+    assert store.sync_vector_index() == 1
+
+
+def test_float_list_embeddings_of_older_graphs_still_load(container) -> None:
+    """Graphs written before schema 6 stored float lists: FAISS and the vector sync read both forms."""
+    container.ingestor.ingest([Idea(id="idea:x", title="x"), *_thoughts(6)])
+    container.store.write(
+        "MATCH (t:Thought {id: 't2'}) SET t.embedding = $v", v=container.embedder.embed(["legacy"])[0].tolist()
+    )
+    assert container.index.ensure_fresh() == "rebuilt"
+    assert container.index.size == 7
+    assert container.retriever.search("legacy", k=1, filters=SearchFilters(kind="thought"))[0].id == "t2"
+    assert container.store.sync_vector_index() == 7

@@ -232,3 +232,24 @@ def test_missing_java_says_what_to_install(own: Settings) -> None:
     text = " ".join(done.stderr.split())
     assert "`java` is not on PATH" in text and "openjdk-17-jdk-headless" in text
     assert "Traceback" not in done.stderr and local_neo4j.pid(own) is None
+
+
+def test_sync_copies_pending_embeddings_into_the_vector_index(neo4j_settings: Settings, store: object) -> None:
+    import numpy as np
+
+    from knowledge.store import embedding_properties
+
+    gen = store.bump_embedding_generation()  # type: ignore[attr-defined]
+    vec = np.ones(384, dtype=np.float32) / np.sqrt(384)
+    store.write(  # type: ignore[attr-defined]
+        "CREATE (t:Thought {id: 'zz-sync'}) SET t += $p", p=embedding_properties(vec, "h", "m", gen)
+    )
+    before = json.loads(run_eok(neo4j_settings, "db", "status", "--json").stdout)
+    assert before["vector_index_pending"] >= 1
+
+    done = run_eok(neo4j_settings, "db", "sync", "--json")
+    assert done.returncode == 0, done.stderr
+    info = json.loads(done.stdout)
+    assert info["synced"] >= 1 and info["pending"] == 0
+    rows = store.read("MATCH (t:Thought {id: 'zz-sync'}) RETURN size(t.embedding_vector) AS n")  # type: ignore[attr-defined]
+    assert rows == [{"n": 384}]
