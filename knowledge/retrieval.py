@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from knowledge.embeddings import Embedder
 from knowledge.store import GraphStore
 from knowledge.taxonomy import Isa, Operator, Technique, parse_enum
-from knowledge.vector_index import VectorIndex
+from knowledge.vector_index import FRESHNESS_CHECK_S, VectorIndex
 
 Kind = Literal["thought", "idea", "experience"]
 KIND_LABEL: dict[str, str] = {"thought": "Thought", "idea": "Idea", "experience": "Experience"}
@@ -78,8 +78,8 @@ class Retriever:
         kinds = [f.kind] if f.kind else ["thought", "idea", "experience"]
         labels = [KIND_LABEL[kd] for kd in kinds if not f.excludes(KIND_LABEL[kd])]
         pool = max(4 * k, 40)
-        self.index.ensure_fresh()
-        qvec = self.embedder.embed([query])[0]
+        self.index.ensure_fresh(max_age_s=FRESHNESS_CHECK_S)
+        qvec = self.embedder.embed_query(query)
         ranks: dict[tuple[str, str], dict[str, int]] = {}
         for label in labels:
             for r, hit in enumerate(self.index.search(qvec, pool, {label}, f.attribute_filters(label))):
@@ -119,7 +119,7 @@ class Retriever:
             for r in rows:
                 if len(out.setdefault(r["label"], [])) < limit:
                     out[r["label"]].append(r["k"])
-        if "Experience" in labels:
+        if "Experience" in labels and self.index.count("Experience"):  # no experiences yet: save the query
             where = f.attribute_filters("Experience")
             cond = "".join(f" AND node.{_attr_prop(a)} = ${a}" for a in where)
             rows = q(
@@ -148,17 +148,11 @@ class Retriever:
             return
         where = f.attribute_filters("Thought")
         cond = "".join(f" AND t.{_attr_prop(a)} = ${a}" for a in where)
-        # Two index-backed lookups (an OR across both ids defeats the indexes), and a bounded fan-out: an
-        # idea with thousands of thoughts lends its score to a few of them, not to all.
-        rows = (
-            q(
-                "UNWIND $tids AS tid MATCH (i:Idea)-[:HAS_THOUGHT]->(t:Thought {id: tid}) "
-                "RETURN i.id AS idea, t.id AS thought",
-                tids=thought_ids,
-            )
-            if thought_ids and "Idea" in labels
-            else []
-        )
+        # A thought's idea is stored beside its vector; an idea's thoughts take one index-backed lookup with
+        # a bounded fan-out: an idea with thousands of thoughts lends its score to a few of them, not to all.
+        rows = []
+        if "Idea" in labels:
+            rows = [{"idea": idea, "thought": t} for t in thought_ids if (idea := self.index.idea_of(t))]
         if idea_ids and "Thought" in labels:
             rows += q(
                 "UNWIND $iids AS iid MATCH (i:Idea {id: iid}) CALL (i) { MATCH (i)-[:HAS_THOUGHT]->(t:Thought) "

@@ -48,6 +48,7 @@ class GraphStore:
         self.database = database
         self.uri = uri
         self.wrote_embeddings = False  # set by this process's embedding writes: close-time vector sync
+        self.local_embedding_writes = 0  # counts them: a cached index freshness check is void after one
         self._synced_target = -1
 
     @classmethod
@@ -202,6 +203,8 @@ class GraphStore:
             for batch in _batches(rows, batch_size):
                 self.write(cypher, rows=batch)
                 total += len(batch)
+        if extra:
+            self.local_embedding_writes += 1  # the vectors are in now: the next search looks again
         return total
 
     def upsert_relationships(self, rels: Sequence[Relationship], batch_size: int = 2000) -> int:
@@ -241,6 +244,7 @@ class GraphStore:
 
     def bump_embedding_generation(self) -> int:
         self.wrote_embeddings = True
+        self.local_embedding_writes += 1
         rows = self.write(
             "MERGE (s:IndexState {name: 'embeddings'}) "
             "SET s.generation = coalesce(s.generation, 0) + 1 RETURN s.generation AS g"
@@ -339,7 +343,7 @@ class GraphStore:
         """Pages of {label, key, vector, attrs} for nodes embedded with `model` after `since_generation`.
 
         attrs carry the filterable properties (isa, operator, technique, target) so filtered vector search
-        can run on the index alone.
+        can run on the index alone, and a thought's idea for graph expansion.
         """
         for label in EMBEDDED_LABELS:
             key = NODE_TYPES[label].key_field
@@ -349,7 +353,7 @@ class GraphStore:
                     f"MATCH (n:{label}) WHERE n.embedding_model = $model AND n.embedding_gen > $gen "
                     f"AND n.{key} > $last RETURN n.{key} AS k, n.embedding AS v, "
                     "n.isa AS isa, n.operator AS operator, n.technique AS technique, "
-                    f"n.target_key AS target ORDER BY n.{key} LIMIT $page",
+                    f"n.target_key AS target, n.idea_id AS idea ORDER BY n.{key} LIMIT $page",
                     model=model,
                     gen=since_generation,
                     last=last,

@@ -1,0 +1,45 @@
+"""The embedding model under ONNX Runtime gives the vectors sentence-transformers gives under torch."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from core.settings import Settings
+from knowledge.embeddings import BUNDLED_MODEL, Embedder, _load_sentence_transformer
+
+TEXTS = [
+    "vfmacc with four accumulators for the dot kernel",
+    "pack the B panel so the micro-kernel reads it contiguously",
+    "x",
+    "a much longer description of a register blocking scheme " * 20,  # truncated at the model's max length
+]
+
+
+def test_onnx_vectors_match_torch_and_the_export_is_cached(tmp_path: Path) -> None:
+    embedder = Embedder.from_settings(Settings(home=tmp_path))
+    got = embedder.embed(TEXTS)
+    exported = sorted(p.name for p in (tmp_path / "cache" / "onnx").iterdir())
+    assert exported == [f"{BUNDLED_MODEL}{ext}" for ext in (".json", ".onnx", ".tokenizer.json")]
+
+    reference = _load_sentence_transformer(BUNDLED_MODEL).encode(TEXTS, normalize_embeddings=True)
+    assert got.shape == (4, 384) and got.dtype == np.float32
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    assert float(np.min((got * reference).sum(axis=1))) > 0.9999
+
+    # A second process loads the cached export, without importing torch, and gives the same vectors.
+    code = (
+        "import sys, numpy as np; from pathlib import Path; from core.settings import Settings; "
+        "from knowledge.embeddings import Embedder; "
+        f"e = Embedder.from_settings(Settings(home=Path({str(tmp_path)!r}))); "
+        f"v = e.embed([{TEXTS[0]!r} + ' again']); assert e.dim == 384; "
+        "print('torch' in sys.modules, v.shape)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[0] == "False"
+    again = Embedder.from_settings(Settings(home=tmp_path)).embed([TEXTS[1] + " again"])
+    assert float((again[0] * reference[1]).sum()) > 0.95  # a new text, not a cache hit
