@@ -49,3 +49,6 @@ DROP INDEX experience_embedding IF EXISTS;
 CREATE VECTOR INDEX thought_embedding_vector IF NOT EXISTS FOR (n:Thought) ON n.embedding_vector OPTIONS {indexConfig: {`vector.dimensions`: 384, `vector.similarity_function`: 'cosine'}};
 CREATE VECTOR INDEX idea_embedding_vector IF NOT EXISTS FOR (n:Idea) ON n.embedding_vector OPTIONS {indexConfig: {`vector.dimensions`: 384, `vector.similarity_function`: 'cosine'}};
 CREATE VECTOR INDEX experience_embedding_vector IF NOT EXISTS FOR (n:Experience) ON n.embedding_vector OPTIONS {indexConfig: {`vector.dimensions`: 384, `vector.similarity_function`: 'cosine'}};
+
+// migration 7: one bookkeeping node per name (concurrent writers MERGE the generation counters)
+CREATE CONSTRAINT index_state_name IF NOT EXISTS FOR (n:IndexState) REQUIRE n.name IS UNIQUE;

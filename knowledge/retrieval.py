@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -19,6 +21,7 @@ Kind = Literal["thought", "idea", "experience"]
 KIND_LABEL: dict[str, str] = {"thought": "Thought", "idea": "Idea", "experience": "Experience"}
 LABEL_KIND = {v: k for k, v in KIND_LABEL.items()}
 EXPANSION_FANOUT = 5  # thoughts per matched idea that graph expansion may add
+RESULT_CACHE_SIZE = 2048  # answers kept while the graph is unchanged
 RRF_K = 60  # the usual reciprocal-rank constant: flattens the head so no single ranker dominates
 Read = Callable[..., list[dict[str, Any]]]  # q(cypher, **params) inside one read transaction
 
@@ -72,9 +75,37 @@ class Retriever:
         self.store = store
         self.embedder = embedder
         self.index = index
+        self._results: OrderedDict[tuple, list[SearchHit]] = OrderedDict()
+        self._results_gen = -1
+        self._lock = threading.Lock()
+        self.cache_hits = 0
+        self.cache_misses = 0
 
     def search(self, query: str, k: int = 10, filters: SearchFilters | None = None) -> list[SearchHit]:
+        """The top-k hits. Answers are kept per (query, k, filters) until the graph changes: any EoK write
+        bumps the graph generation (this process's at once, others' seen within FRESHNESS_CHECK_S)."""
         f = (filters or SearchFilters()).normalised()
+        key = (query, k, f.model_dump_json())
+        gen = self.store.graph_generation(max_age_s=FRESHNESS_CHECK_S)
+        with self._lock:
+            if gen != self._results_gen:
+                self._results.clear()
+                self._results_gen = gen
+            hits = self._results.get(key)
+            if hits is not None:
+                self._results.move_to_end(key)
+                self.cache_hits += 1
+                return [h.model_copy() for h in hits]
+            self.cache_misses += 1
+        hits = self._search(query, k, f)
+        with self._lock:
+            if gen == self._results_gen:
+                self._results[key] = hits
+                if len(self._results) > RESULT_CACHE_SIZE:
+                    self._results.popitem(last=False)
+        return [h.model_copy() for h in hits]
+
+    def _search(self, query: str, k: int, f: SearchFilters) -> list[SearchHit]:
         kinds = [f.kind] if f.kind else ["thought", "idea", "experience"]
         labels = [KIND_LABEL[kd] for kd in kinds if not f.excludes(KIND_LABEL[kd])]
         pool = max(4 * k, 40)

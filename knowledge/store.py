@@ -49,7 +49,9 @@ class GraphStore:
         self.uri = uri
         self.wrote_embeddings = False  # set by this process's embedding writes: close-time vector sync
         self.local_embedding_writes = 0  # counts them: a cached index freshness check is void after one
+        self.local_writes = 0  # every write of this process: a cached graph generation is void after one
         self._synced_target = -1
+        self._graph_gen = (-1.0, -1, -1)  # (checked at, local_writes then, generation)
 
     @classmethod
     def connect(cls, settings: Settings, migrate: bool = True) -> GraphStore:
@@ -90,13 +92,19 @@ class GraphStore:
     def _run(self, cypher: str, params: dict[str, Any], write: bool, timeout: float | None = None) -> list[dict]:
         @neo4j.unit_of_work(timeout=timeout)
         def work(tx: neo4j.ManagedTransaction) -> list[dict]:
-            return [r.data() for r in tx.run(cypher, params)]
+            rows = [r.data() for r in tx.run(cypher, params)]
+            if write:  # in the same transaction: a reader never sees new data under an old generation
+                tx.run(_BUMP_GRAPH_GENERATION).consume()
+            return rows
 
         try:
             with self._driver.session(database=self.database) as s:
                 return s.execute_write(work) if write else s.execute_read(work)
         except _RETRYABLE as e:
             raise _unreachable(self.uri, e) from e
+        finally:
+            if write:
+                self.local_writes += 1
 
     def read(self, cypher: str, **params: Any) -> list[dict]:
         """One read in an auto-commit transaction: a single round trip (a managed one costs three)."""
@@ -318,6 +326,21 @@ class GraphStore:
     def embedding_generation(self) -> int:
         return self._state_generation("embeddings")
 
+    def graph_generation(self, max_age_s: float = 0.0) -> int:
+        """A counter every EoK write bumps in its own transaction: equal values mean an unchanged graph.
+
+        With `max_age_s`, a value read that recently is reused unless this process has written since (a
+        cache of search results then sees other processes' writes within that time, its own at once).
+        """
+        checked_at, local, gen = self._graph_gen
+        now = time.monotonic()
+        if now - checked_at < max_age_s and local == self.local_writes:
+            return gen
+        local = self.local_writes
+        gen = self._state_generation("graph")
+        self._graph_gen = (now, local, gen)
+        return gen
+
     def embedding_hashes(self, label: str, keys: Iterable[str], model: str) -> dict[str, str]:
         key = NODE_TYPES[label].key_field
         rows = self.read(
@@ -402,6 +425,9 @@ class GraphStore:
             "labels": {k: v for k, v in sorted(labels.items()) if v},
             "relationships": {k: v for k, v in sorted(rels.items()) if v},
         }
+
+
+_BUMP_GRAPH_GENERATION = "MERGE (s:IndexState {name: 'graph'}) SET s.generation = coalesce(s.generation, 0) + 1"
 
 
 def embedding_properties(vector: np.ndarray, text_hash: str, model: str, generation: int) -> dict[str, Any]:

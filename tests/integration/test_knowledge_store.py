@@ -324,3 +324,31 @@ def test_float_list_embeddings_of_older_graphs_still_load(container) -> None:
     assert container.index.size == 7
     assert container.retriever.search("legacy", k=1, filters=SearchFilters(kind="thought"))[0].id == "t2"
     assert container.store.sync_vector_index() == 7
+
+
+def test_search_answers_are_reused_until_the_graph_changes(container, neo4j_settings) -> None:
+    import time
+
+    from knowledge.store import GraphStore
+    from knowledge.vector_index import FRESHNESS_CHECK_S
+
+    container.ingestor.ingest([Idea(id="idea:x", title="x"), *_thoughts(10)])
+    thoughts = SearchFilters(kind="thought")
+    first = container.retriever.search("prefetch trick for dot", k=3, filters=thoughts)
+    again = container.retriever.search("prefetch trick for dot", k=3, filters=thoughts)
+    assert [h.id for h in again] == [h.id for h in first]
+    assert (container.retriever.cache_hits, container.retriever.cache_misses) == (1, 1)
+
+    # This process writes: the next search looks again and finds the new thought at once.
+    new = Thought(id="t-new", idea_id="idea:x", title="prefetch trick for dot, the best one", technique="prefetch")
+    container.ingestor.ingest([new])
+    assert "t-new" in [h.id for h in container.retriever.search("prefetch trick for dot", k=3, filters=thoughts)]
+    assert container.retriever.cache_misses == 2
+
+    # Another process writes (its own connection): seen once the freshness window has passed.
+    with GraphStore.connect(neo4j_settings, migrate=False) as other:
+        other.write("MATCH (t:Thought {id: 't-new'}) SET t.title = 'renamed'")
+    time.sleep(FRESHNESS_CHECK_S + 0.05)
+    hits = container.retriever.search("prefetch trick for dot", k=3, filters=thoughts)
+    assert container.retriever.cache_misses == 3
+    assert "renamed" in [h.title for h in hits if h.id == "t-new"] or "t-new" not in [h.id for h in hits]
