@@ -94,6 +94,7 @@ class VectorIndex:
         self._shards: dict[str, _Shard] | None = None
         self._vocab: dict[str, dict[str, int]] = {a: {"": 0} for a in ATTRS}  # attribute value -> code
         self._generation = -1
+        self._epoch = ""  # of the graph's embedding counter this index follows
         self._idea_by_code: dict[int, str] = {}
         self._checked_at = 0.0
         self._checked_local = -1
@@ -142,10 +143,11 @@ class VectorIndex:
             if self._shards is not None and now - self._checked_at < max_age_s and local == self._checked_local:
                 return "fresh"
             self._checked_at, self._checked_local = now, local
-            graph_gen = self._store.embedding_generation()
+            epoch, graph_gen = self._store.embedding_state()
             action = "fresh"
-            if self._shards is None:
-                if not self._load():
+            if self._shards is None or epoch != self._epoch:
+                if not self._load() or epoch != self._epoch:
+                    self._epoch = epoch
                     self._rebuild(graph_gen)
                     return "rebuilt"
                 action = "loaded"
@@ -191,6 +193,7 @@ class VectorIndex:
             "model": self.model,
             "dim": self.dim,
             "generation": self._generation,
+            "epoch": self._epoch,
             "vocab": self._vocab,
             "shards": {label: {"keys": s.keys, "codes": s.codes} for label, s in self._shards.items()},
         }
@@ -227,6 +230,7 @@ class VectorIndex:
         self._shards = shards
         self._vocab = meta["vocab"]
         self._generation = meta["generation"]
+        self._epoch = meta.get("epoch", "")
         return True
 
     # -- search ------------------------------------------------------------------------------------------

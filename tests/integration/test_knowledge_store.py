@@ -352,3 +352,16 @@ def test_search_answers_are_reused_until_the_graph_changes(container, neo4j_sett
     hits = container.retriever.search("prefetch trick for dot", k=3, filters=thoughts)
     assert container.retriever.cache_misses == 3
     assert "renamed" in [h.title for h in hits if h.id == "t-new"] or "t-new" not in [h.id for h in hits]
+
+
+def test_index_of_a_wiped_graph_is_not_taken_for_fresh(container) -> None:
+    """A wiped and refilled graph restarts the generation counter; the epoch tells the two graphs apart."""
+    container.ingestor.ingest([Idea(id="idea:x", title="x"), *_thoughts(5)])
+    assert container.index.ensure_fresh() == "rebuilt"
+    container.store.write("MATCH (n) WHERE NOT n:Migration DETACH DELETE n")
+    container.ingestor.ingest([Idea(id="idea:y", title="y"), *_thoughts(5, operator="gemv")])
+    container.__dict__.pop("index")  # a new process: finds the saved file with the same generation number
+    assert container.index.ensure_fresh() == "rebuilt"
+    vec = container.embedder.embed_query(_thoughts(5)[1].embedding_text())
+    hits = container.index.search(vec, 5, {"Thought"}, {"operator": "gemv"})  # the old graph had only "dot"
+    assert len(hits) == 5
