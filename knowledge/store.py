@@ -53,7 +53,7 @@ class GraphStore:
         self.wrote_embeddings = False  # set by this process's embedding writes: close-time vector sync
         self.local_embedding_writes = 0  # counts them: a cached index freshness check is void after one
         self.local_writes = 0  # every write of this process: a cached graph generation is void after one
-        self._synced_target = -1
+        self._synced_target: tuple[str, int] = ("", -1)
         self._graph_gen = (-1.0, -1, -1)  # (checked at, local_writes then, generation)
 
     @classmethod
@@ -283,8 +283,8 @@ class GraphStore:
         20k nodes/s (docs/ARCHITECTURE.md). EoK's own retrieval reads the bytes through FAISS and never
         waits for this; analysts' `db.index.vector.queryNodes` sees a node once it is synced.
         """
-        target = self.embedding_generation()
-        if target == self._synced_target:
+        epoch, target = self.embedding_state()
+        if (epoch, target) == self._synced_target:
             return 0
         # Nodes of the newest generation may still be arriving (the bump precedes the writes): look at
         # that generation again next time; the per-node stamp makes the second look cheap.
@@ -293,7 +293,7 @@ class GraphStore:
         for label in VECTOR_INDEXED_LABELS:
             copied += self._sync_label(label, since, target, page)
         self.write("MERGE (s:IndexState {name: 'neo4j_vectors'}) SET s.generation = $g", g=max(since, target - 1))
-        self._synced_target = target
+        self._synced_target = (epoch, target)
         return copied
 
     def vector_index_pending(self) -> int:
