@@ -86,6 +86,7 @@ class Recorder:
             llm_calls=llm_calls,
             llm_tokens=llm_tokens,
         )
+        self.store.bump_embedding_generation()  # the vector is in: an index that looked meanwhile looks again
         return bool(rows and rows[0]["created"])
 
     def update_run(self, run_id: str, **changes: Any) -> None:

@@ -225,7 +225,7 @@ class GraphStore:
                     list(pool.map(partial(self._write_rows, cypher), batches))
             total += len(rows)
         if extra:
-            self.local_embedding_writes += 1  # the vectors are in now: the next search looks again
+            self.bump_embedding_generation()  # the vectors are in: readers that looked meanwhile look again
         return total
 
     def upsert_relationships(self, rels: Sequence[Relationship], batch_size: int = 2000) -> int:
@@ -382,7 +382,10 @@ class GraphStore:
     def iter_embeddings(
         self, model: str, since_generation: int = 0, page: int = 5000
     ) -> Iterator[list[dict[str, Any]]]:
-        """Pages of {label, key, vector, attrs} for nodes embedded with `model` after `since_generation`.
+        """Pages of {label, key, vector, attrs} for nodes embedded with `model` at or after `since_generation`.
+
+        Inclusive on purpose: a reader that caught up while a writer was still storing nodes of that
+        generation sees the rest next time (writers bump the counter again once their nodes are in).
 
         attrs carry the filterable properties (isa, operator, technique, target) so filtered vector search
         can run on the index alone, and a thought's idea for graph expansion.
@@ -392,7 +395,7 @@ class GraphStore:
             last = ""
             while True:
                 rows = self.read_values(
-                    f"MATCH (n:{label}) WHERE n.embedding_model = $model AND n.embedding_gen > $gen "
+                    f"MATCH (n:{label}) WHERE n.embedding_model = $model AND n.embedding_gen >= $gen "
                     f"AND n.{key} > $last RETURN n.{key} AS k, n.embedding AS v, "
                     "n.isa AS isa, n.operator AS operator, n.technique AS technique, "
                     f"n.target_key AS target, n.idea_id AS idea ORDER BY n.{key} LIMIT $page",

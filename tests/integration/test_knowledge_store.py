@@ -365,3 +365,20 @@ def test_index_of_a_wiped_graph_is_not_taken_for_fresh(container) -> None:
     vec = container.embedder.embed_query(_thoughts(5)[1].embedding_text())
     hits = container.index.search(vec, 5, {"Thought"}, {"operator": "gemv"})  # the old graph had only "dot"
     assert len(hits) == 5
+
+
+def test_index_that_looked_while_a_writer_was_storing_sees_the_rest(container) -> None:
+    """A reader catching up between a writer's generation bump and its node writes must not lose them."""
+    from knowledge.store import embedding_properties
+
+    store, index = container.store, container.index
+    container.ingestor.ingest([Idea(id="idea:x", title="x"), *_thoughts(3)])
+    assert index.ensure_fresh() == "rebuilt"
+    gen = store.bump_embedding_generation()  # a writer reserved its generation...
+    assert index.ensure_fresh() == "updated"  # ...a reader looked (nothing stored yet)...
+    late = Thought(id="t-late", idea_id="idea:x", title="late arrival", technique="unroll")
+    vec = container.embedder.embed([late.embedding_text()])[0]
+    props = embedding_properties(vec, "h", container.embedder.model_name, gen)
+    store.upsert_nodes([late], extra={"t-late": props})  # ...then the nodes arrive, and the writer bumps again
+    assert index.ensure_fresh() == "updated"  # caught up incrementally, not by a full rebuild
+    assert index.size == 5 and index.search(vec, 1, {"Thought"})[0].key == "t-late"
