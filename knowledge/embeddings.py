@@ -159,8 +159,7 @@ class _LazySentenceTransformer:
         self._load()
         if self._onnx is not None:
             return self._onnx.dim
-        get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
-        return int(get_dim())
+        return _model_dim(self._model)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         self._load()
@@ -224,9 +223,8 @@ class _OnnxMeanPooler:
         try:
             _export_transformer(model[0].auto_model, model.tokenizer, graph)
             model.tokenizer.backend_tokenizer.save(str(tok_path))
-            get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
             meta = {
-                "dim": int(get_dim()),
+                "dim": _model_dim(model),
                 "max_seq_length": int(model.max_seq_length),
                 "pad_id": int(model.tokenizer.pad_token_id or 0),
                 "pad_token": str(model.tokenizer.pad_token),
@@ -250,6 +248,11 @@ class _OnnxMeanPooler:
             pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
             out.append(pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12))
         return np.concatenate(out).astype(np.float32)
+
+
+def _model_dim(model) -> int:  # the getter's name depends on the sentence-transformers version
+    get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    return int(get_dim())
 
 
 def _export_transformer(transformer, tokenizer, path: Path) -> None:

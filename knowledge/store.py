@@ -50,8 +50,7 @@ class GraphStore:
         self._driver = driver
         self.database = database
         self.uri = uri
-        self.wrote_embeddings = False  # set by this process's embedding writes: close-time vector sync
-        self.local_embedding_writes = 0  # counts them: a cached index freshness check is void after one
+        self.local_embedding_writes = 0  # a cached index freshness check is void after one
         self.local_writes = 0  # every write of this process: a cached graph generation is void after one
         self._synced_target: tuple[str, int] = ("", -1)
         self._graph_gen = (-1.0, -1, -1)  # (checked at, local_writes then, generation)
@@ -111,18 +110,17 @@ class GraphStore:
 
     def read(self, cypher: str, **params: Any) -> list[dict]:
         """One read in an auto-commit transaction: a single round trip (a managed one costs three)."""
-        try:
-            with self._driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as s:
-                return [r.data() for r in s.run(cypher, params)]
-        except _RETRYABLE as e:
-            raise _unreachable(self.uri, e) from e
+        return self._auto_read(cypher, params, neo4j.Record.data)
 
     def read_values(self, cypher: str, **params: Any) -> list[dict]:
         """Like `read`, for rows of plain values (no nodes): skips the driver's per-element `data()` walk,
         which costs ~1 ms per 384-float or 1,536-byte embedding (measured: 6 s per 5,000 rows vs 0.1 s)."""
+        return self._auto_read(cypher, params, lambda r: dict(r.items()))
+
+    def _auto_read(self, cypher: str, params: dict[str, Any], row: Callable[[neo4j.Record], dict]) -> list[dict]:
         try:
             with self._driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as s:
-                return [dict(r.items()) for r in s.run(cypher, params)]
+                return [row(r) for r in s.run(cypher, params)]
         except _RETRYABLE as e:
             raise _unreachable(self.uri, e) from e
 
@@ -246,25 +244,12 @@ class GraphStore:
                 total += self.write(cypher, rows=batch)[0]["n"]
         return total
 
-    def set_embeddings(
-        self, label: str, keys: Sequence[str], vectors: np.ndarray, model: str, hashes: Sequence[str]
-    ) -> int:
-        """Store embeddings on existing nodes (the FAISS index is a cache rebuilt from these)."""
-        if label not in EMBEDDED_LABELS:
-            raise InvalidInput(f"label {label!r} is not embedded", f"use one of {EMBEDDED_LABELS}")
-        gen = self.bump_embedding_generation()
-        key = NODE_TYPES[label].key_field
-        rows = [
-            {"k": k, "p": embedding_properties(vec, h, model, gen)}
-            for k, vec, h in zip(keys, vectors, hashes, strict=True)
-        ]
-        cypher = f"UNWIND $rows AS row MATCH (n:{label} {{{key}: row.k}}) SET n += row.p"
-        for batch in _batches(rows, 2000):
-            self.write(cypher, rows=batch)
-        return gen
+    @property
+    def wrote_embeddings(self) -> bool:
+        """Whether this process wrote embeddings (then its close syncs the Neo4j vector indexes)."""
+        return self.local_embedding_writes > 0
 
     def bump_embedding_generation(self) -> int:
-        self.wrote_embeddings = True
         self.local_embedding_writes += 1
         rows = self.write(
             "MERGE (s:IndexState {name: 'embeddings'}) ON CREATE SET s.epoch = randomUUID() "
@@ -279,15 +264,16 @@ class GraphStore:
         vector indexes read; returns how many nodes were copied.
 
         Why deferred: a float list costs Neo4j ~15x a byte array to receive and store, and the HNSW
-        insert is synchronous; keeping both out of the ingest path is what lets a bulk ingest run at
-        20k nodes/s (docs/ARCHITECTURE.md). EoK's own retrieval reads the bytes through FAISS and never
-        waits for this; analysts' `db.index.vector.queryNodes` sees a node once it is synced.
+        insert (~300 us per node) is synchronous; keeping both out of the ingest path took a 100k bulk
+        ingest from 1.4k to 7-10k nodes/s (docs/ARCHITECTURE.md). EoK's own retrieval reads the bytes
+        through FAISS and never waits for this; analysts' `db.index.vector.queryNodes` sees a node once it
+        is synced.
         """
         epoch, target = self.embedding_state()
         if (epoch, target) == self._synced_target:
             return 0
-        # Nodes of the newest generation may still be arriving (the bump precedes the writes): look at
-        # that generation again next time; the per-node stamp makes the second look cheap.
+        # Nodes of the newest generation may still be arriving (a writer reserves its generation before it
+        # writes): look at that generation again next time; the per-node stamp makes the second look cheap.
         since = max(0, self._state_generation("neo4j_vectors"))
         copied = 0
         for label in VECTOR_INDEXED_LABELS:
@@ -335,9 +321,6 @@ class GraphStore:
         return rows[0]["g"] if rows and rows[0]["g"] is not None else 0
 
     # -- reads ----------------------------------------------------------------------------------------
-
-    def embedding_generation(self) -> int:
-        return self._state_generation("embeddings")
 
     def embedding_state(self) -> tuple[str, int]:
         """(epoch, generation): the epoch is new whenever the counter is (a wiped or replaced graph), so an

@@ -711,16 +711,12 @@ PERF_RX = re.compile(
     re.I,
 )
 # Perf words that name a measuring tool, not a purpose: "perf logger", "for performance debugging".
-_INSTRUMENT_AFTER_RX = re.compile(
-    r"[\s-]+(?:logg\w*|logs?|debug\w*|counters?|monitor\w*|stats?|statistics|metrics|profil\w*|tests?|"
-    r"testing|measur\w*|report\w*|trac(?:e|es|ing)|analysis|regressions?|numbers|data)\b",
-    re.I,
+_TOOL_WORDS = (
+    r"logg\w*|logs?|debug\w*|counters?|monitor\w*|stats?|statistics|metrics|profil\w*|tests?|testing|"
+    r"measur\w*|report\w*|trac(?:e|es|ing)"
 )
-INSTRUMENT_TITLE_RX = re.compile(
-    r"\bperf(?:ormance)?[\s-]+(?:logg\w*|logs?|debug\w*|counters?|monitor\w*|stats?|statistics|metrics|"
-    r"profil\w*|tests?|testing|measur\w*|report\w*|trac(?:e|es|ing))\b|\bprofil(?:er|ing)\b|\blogger\b",
-    re.I,
-)
+_INSTRUMENT_AFTER_RX = re.compile(rf"[\s-]+(?:{_TOOL_WORDS}|analysis|regressions?|numbers|data)\b", re.I)
+INSTRUMENT_TITLE_RX = re.compile(rf"\bperf(?:ormance)?[\s-]+(?:{_TOOL_WORDS})\b|\bprofil(?:er|ing)\b|\blogger\b", re.I)
 # An identifier right before "optimization"/"opt" makes it a name ("KERNEL.POWER8 optimization", "mask_opt"),
 # not a statement that this commit optimizes.
 _NAMED_BEFORE_RX = re.compile(r"(?:\w+[._]\w[\w.]*|`[^`]+`)\s*$")

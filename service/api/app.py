@@ -102,7 +102,6 @@ def _assemble(
     resume_runs: bool,
     warm: bool,
 ) -> ServiceState:
-    _one_faiss_thread()
     container = container or Container(settings)
     store = container.store  # connects and applies pending migrations, once for this process
     keys = KeyRing(settings.api_keys)
@@ -140,14 +139,6 @@ def _start_vector_sync(container: Container) -> threading.Event:
 
     threading.Thread(target=loop, name="eok-vector-sync", daemon=True).start()
     return stop
-
-
-def _one_faiss_thread() -> None:
-    """Requests already run in parallel; FAISS's OpenMP threads for a single query only fight them for the
-    cores (measured on 2 busy cores, 100k x 384 flat search: 33 ms with 2 threads, 7 ms with 1)."""
-    import faiss
-
-    faiss.omp_set_num_threads(1)
 
 
 def _mount_assets(app: FastAPI) -> None:
