@@ -257,7 +257,7 @@ class Evaluator:
             result.feedback = "correct; this target has no cost model, so there is no timing"
             return
         if not model_available():
-            result.feedback = "correct; the cost model (evaluator/costmodel.py) is not installed, so no timing"
+            result.feedback = "correct; the cost model (evaluator/costmodel/) is not installed, so no timing"
             return
         key = f"{self._baseline_key(task, target, run)}-model"
         base = self._cached_json(key)
@@ -334,7 +334,7 @@ class Evaluator:
 @cache
 def _costmodel_fingerprint() -> str:
     """Changes when the cost model's code changes, so cached baseline cycles are never stale."""
-    files = sorted(Path(__file__).resolve().parent.glob("costmodel*.py"))
+    files = sorted((Path(__file__).resolve().parent / "costmodel").glob("*.py"))
     return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
 
 
