@@ -30,11 +30,12 @@ command -v apt-get >/dev/null && command -v dpkg-query >/dev/null ||
 
 # --- system packages ----------------------------------------------------------------------------------
 . /etc/os-release
-# Python 3.11+ is required; Ubuntu 22.04's python3 is 3.10, its python3.11 package is the one to use.
-PY=python3
+# The distribution's own Python 3.11+ (not one on PATH from pyenv/conda): Ubuntu 22.04's python3 is 3.10,
+# its python3.11 package is the one to use there.
+PY=/usr/bin/python3
 PY_PACKAGES=(python3 python3-venv)
-if command -v python3 >/dev/null && ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
-  PY=python3.11
+if [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+  PY=/usr/bin/python3.11
   PY_PACKAGES=(python3.11 python3.11-venv)
 fi
 RUN_PACKAGES=(
@@ -79,7 +80,7 @@ if ((${#missing[@]})); then
     # Debian 12 ships clang-22 in bookworm-security; Ubuntu gets it from the LLVM project's own archive.
     say "clang-22 is not in your apt sources: adding apt.llvm.org (llvm-toolchain-${VERSION_CODENAME}-22)"
     "${SUDO[@]}" install -d -m 0755 /etc/apt/keyrings
-    python3 -c 'import urllib.request,sys; sys.stdout.buffer.write(urllib.request.urlopen("https://apt.llvm.org/llvm-snapshot.gpg.key").read())' |
+    $PY -c 'import urllib.request,sys; sys.stdout.buffer.write(urllib.request.urlopen("https://apt.llvm.org/llvm-snapshot.gpg.key").read())' |
       "${SUDO[@]}" tee /etc/apt/keyrings/apt.llvm.org.asc >/dev/null
     echo "deb [signed-by=/etc/apt/keyrings/apt.llvm.org.asc] http://apt.llvm.org/${VERSION_CODENAME}/ llvm-toolchain-${VERSION_CODENAME}-22 main" |
       "${SUDO[@]}" tee /etc/apt/sources.list.d/llvm-22.list >/dev/null
@@ -91,7 +92,7 @@ fi
 # --- the project-local virtual environment --------------------------------------------------------------
 VENV=.venv
 if ! "$VENV/bin/python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
-  say "creating the virtual environment $VENV with $(command -v $PY) ($($PY -V 2>&1))"
+  say "creating the virtual environment $VENV with $PY ($($PY -V 2>&1))"
   rm -rf "$VENV"
   $PY -m venv "$VENV"
 fi
