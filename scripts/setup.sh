@@ -103,10 +103,12 @@ STAMP="$VENV/.eok-installed"
 hash=$(sha256sum pyproject.toml | cut -d' ' -f1)
 stamp=$(cat "$STAMP" 2>/dev/null || true)
 if [ "$stamp" != "$hash [dev]" ] && [ "$stamp" != "$hash $EXTRAS" ]; then
+  say "installing Python packages into $VENV (first time: 2-10 minutes; 2 GB on disk with the CPU-only"
+  say "torch build, 6.5 GB when only PyPI is reachable and torch comes with its CUDA libraries)"
   if ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
-    # sentence-transformers needs torch; its CPU build is 0.2 GB against 4+ GB with the CUDA libraries.
-    say "installing Python packages into $VENV (first time: about 1.5 GB on disk, 2-6 minutes)"
-    "$VENV/bin/pip" install -q --disable-pip-version-check torch --index-url https://download.pytorch.org/whl/cpu
+    # sentence-transformers needs torch; its CPU-only build is 0.2 GB against 4+ GB with the CUDA libraries.
+    "$VENV/bin/pip" install -q --retries 0 --timeout 15 torch --index-url https://download.pytorch.org/whl/cpu 2>/dev/null ||
+      say "download.pytorch.org is not reachable: torch comes from PyPI with its CUDA libraries"
   fi
   # pip keeps its wheel cache (torch is large): never pass --no-cache-dir here.
   "$VENV/bin/pip" install -q --disable-pip-version-check -e ".$EXTRAS"
