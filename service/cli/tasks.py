@@ -165,6 +165,13 @@ def _print_result(r: Any) -> None:
             f"modeled cycles: baseline {r.baseline_cycles:.0f}, candidate {r.candidate_cycles:.0f}{approx}",
             highlight=False,
         )
+        if r.bound:
+            console.print(
+                f"candidate {r.bound}-bound: {r.flops_per_cycle or 0:.2f} of {r.peak_flops_per_cycle or 0:.0f} "
+                f"FLOP/cycle, {r.dram_bytes_per_cycle or 0:.2f} of {r.peak_dram_bytes_per_cycle or 0:.2f} DRAM "
+                f"B/cycle, {r.bytes_per_cycle or 0:.2f} B/cycle loaded+stored",
+                highlight=False,
+            )
     elif r.measurement in ("measured", "native"):
         console.print(
             f"{r.measurement} seconds per call: baseline {r.baseline_seconds:.3e}, candidate {r.candidate_seconds:.3e}",
