@@ -107,6 +107,8 @@ def _markdown(o: RunOutcome, paths: dict[str, str]) -> str:
             f"`{' '.join(o.best.cflags) or '-'}`).",
             "",
         ]
+        if o.best.feedback:  # carries the roofline note of a modeled run (bound, achieved vs ceilings)
+            lines += [f"Evaluation: {o.best.feedback}", ""]
     if "plot" in paths:
         lines += ["![best speedup over evaluations](speedup.png)", ""]
     if o.lineage:

@@ -96,6 +96,14 @@ class EvalResult(BaseModel):
     label: str = ""
     model: str | None = None  # cost model id when measurement == "modeled"
     approximate: bool = False  # the cost model is a proxy for this core
+    # Roofline of the candidate's modeled run (docs/COSTMODEL.md): what bound it ("compute", "L2", "DRAM"),
+    # what it achieved per cycle and the target's ceilings.
+    bound: str | None = None
+    flops_per_cycle: float | None = None
+    bytes_per_cycle: float | None = None  # loads + stores the kernel made
+    dram_bytes_per_cycle: float | None = None
+    peak_flops_per_cycle: float | None = None
+    peak_dram_bytes_per_cycle: float | None = None
     limit_hit: str | None = None  # time | cpu | memory | output when a limit stopped the run
     # Non-zero expected elements per output at the last size checked: a task whose expected output is all
     # zeros could not tell a kernel that writes zeros from a correct one.
@@ -270,7 +278,7 @@ class Evaluator:
             result.feedback = "correct; this target has no cost model, so there is no timing"
             return
         if not model_available():
-            result.feedback = "correct; the cost model (evaluator/costmodel.py) is not installed, so no timing"
+            result.feedback = "correct; the cost model (evaluator/costmodel/) is not installed, so no timing"
             return
         key = f"{self._baseline_key(task, target, run)}-model"
         base = self._cached_json(key)
@@ -291,6 +299,12 @@ class Evaluator:
         result.speedup = result.baseline_cycles / cand.cycles if cand.cycles > 0 else None
         result.model = cand.model
         result.approximate = cand.approximate or bool(base.get("approximate"))
+        result.bound = cand.bound
+        result.flops_per_cycle = cand.flops_per_cycle
+        result.bytes_per_cycle = cand.bytes_per_cycle
+        result.dram_bytes_per_cycle = cand.dram_bytes_per_cycle
+        result.peak_flops_per_cycle = cand.peak_flops_per_cycle
+        result.peak_dram_bytes_per_cycle = cand.peak_dram_bytes_per_cycle
         comp = self._competent_model(task, target, run, build, key)
         if comp is not None and cand.cycles > 0:
             result.competent_cycles = comp
@@ -380,7 +394,9 @@ class Evaluator:
 @cache
 def _costmodel_fingerprint() -> str:
     """Changes when the cost model's code changes, so cached baseline cycles are never stale."""
-    files = sorted(Path(__file__).resolve().parent.glob("costmodel*.py"))
+    folder = Path(__file__).resolve().parent
+    files = [*sorted((folder / "costmodel").glob("*.py")), folder / "costmodel" / "memsim.c"]
+    files += sorted((folder / "targets").glob("*.toml"))
     return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
 
 
@@ -531,6 +547,16 @@ def _wrong_feedback(task: KernelTask, record: dict[str, Any]) -> str:
     )
 
 
+def roofline_note(r: EvalResult) -> str:
+    """'; DRAM-bound: 3.1 of 4.4 DRAM B/cycle, 1.0 of 16 FLOP/cycle' (empty when not modeled)."""
+    if r.bound is None or r.peak_dram_bytes_per_cycle is None or r.peak_flops_per_cycle is None:
+        return ""
+    return (
+        f"; {r.bound}-bound: {r.dram_bytes_per_cycle or 0:.2f} of {r.peak_dram_bytes_per_cycle:.2f} DRAM B/cycle, "
+        f"{r.flops_per_cycle or 0:.2f} of {r.peak_flops_per_cycle:.0f} FLOP/cycle"
+    )
+
+
 def _ok_feedback(result: EvalResult) -> str:
     if result.feedback:  # timing could not be done; say why
         return result.feedback
@@ -545,7 +571,7 @@ def _ok_feedback(result: EvalResult) -> str:
         comp = f", competent {result.competent_cycles:.0f}" if result.competent_cycles else ""
         return (
             f"{sizes}; {faster} (modeled cycles {result.candidate_cycles:.0f} vs baseline "
-            f"{result.baseline_cycles:.0f}{comp}{approx})"
+            f"{result.baseline_cycles:.0f}{comp}{approx}){roofline_note(result)}"
         )
     comp = f", competent {result.competent_seconds * 1e6:.2f}" if result.competent_seconds else ""
     return (
