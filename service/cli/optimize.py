@@ -140,10 +140,11 @@ def _outcome_json(o: RunOutcome) -> dict:
 
 def _print_outcome(o: RunOutcome) -> None:
     r = o.run
-    t = Table(title=f"run {r.id}: {r.task_id} on {r.target_key}")
-    for col in ("best speedup", "evaluations", "LLM calls", "LLM tokens", "time", "status"):
+    t = Table(title=f"run {r.id}: {r.task_id} on {r.target_key}", caption="best speedup over the competent baseline")
+    for col in ("best speedup", "over -O3", "evaluations", "LLM calls", "LLM tokens", "time", "status"):
         t.add_column(col)
     t.add_row(
+        _x(r.best_competent_speedup),
         _x(r.best_speedup),
         f"{r.evaluations}/{r.budget}",
         str(r.llm_calls),

@@ -161,8 +161,9 @@ def _print_result(r: Any) -> None:
         console.print(f"max error {r.max_error:.3g}, normalized error {r.norm_error or 0:.3g}", highlight=False)
     if r.measurement == "modeled":
         approx = " (approximate: proxy model)" if r.approximate else ""
+        comp = f", competent {r.competent_cycles:.0f}" if r.competent_cycles else ""
         console.print(
-            f"modeled cycles: baseline {r.baseline_cycles:.0f}, candidate {r.candidate_cycles:.0f}{approx}",
+            f"modeled cycles: baseline {r.baseline_cycles:.0f}{comp}, candidate {r.candidate_cycles:.0f}{approx}",
             highlight=False,
         )
         if r.bound:
@@ -173,10 +174,18 @@ def _print_result(r: Any) -> None:
                 highlight=False,
             )
     elif r.measurement in ("measured", "native"):
+        comp = f", competent {r.competent_seconds:.3e}" if r.competent_seconds else ""
         console.print(
-            f"{r.measurement} seconds per call: baseline {r.baseline_seconds:.3e}, candidate {r.candidate_seconds:.3e}",
+            f"{r.measurement} seconds per call: baseline {r.baseline_seconds:.3e}{comp}, "
+            f"candidate {r.candidate_seconds:.3e}",
             highlight=False,
         )
     if r.speedup is not None:
-        console.print(f"speedup {r.speedup:.2f}x ({r.measurement})", highlight=False)
+        comp = f"{r.competent_speedup:.2f}x" if r.competent_speedup is not None else "-"
+        console.print(
+            f"speedup {comp} over the competent baseline, {r.speedup:.2f}x over plain -O3 ({r.measurement})",
+            highlight=False,
+        )
+    if r.competent_cflags:
+        console.print(f"competent baseline: -O3 {' '.join(r.competent_cflags)}", style="dim", highlight=False)
     console.print(f"{r.duration_s:.2f} s", style="dim", highlight=False)
