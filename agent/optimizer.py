@@ -103,6 +103,7 @@ class Optimizer:
         target = load_target(req.target)
         generator = self._resolve_generator_name(req.generator)
         runner = req.runner or (self.settings.default_runner if target.is_riscv else "native")
+        self.executor.check(runner, target)  # a runner that cannot serve the target is an error now
         run = Run(
             id=run_id or f"run-{utcnow():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}",
             bootstrap_id=bootstrap_id,
@@ -386,7 +387,9 @@ class Optimizer:
             variant=json.dumps({"family": gen.variant.family, "knobs": gen.variant.knobs} if gen.variant else {}),
             status=status,
             speedup=speedup,
+            competent_speedup=result.competent_speedup if result and result.ok else None,
             baseline_cycles=result.baseline_cycles if result else None,
+            competent_cycles=result.competent_cycles if result else None,
             candidate_cycles=result.candidate_cycles if result else None,
             seconds=result.candidate_seconds if result else None,
             max_error=result.max_error if result else None,

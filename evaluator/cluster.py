@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -25,10 +26,12 @@ from core.errors import InvalidInput, Unavailable
 from core.settings import Settings, get_settings
 from evaluator.evaluate import EvalResult, Evaluator
 from evaluator.executor import EvalJob, run_job
+from evaluator.runners import RUNNER_NAMES
 from evaluator.targets import TargetProfile
 
 BOARDS_ENV = "EOK_BOARDS"  # on a worker node: {"k1-x60": "[user@]host[:port]", ...}
 NAMESPACE = "eok"
+RESOURCES_TTL_S = 5.0  # how long a read of the cluster's resources is trusted (nodes come and go slowly)
 TASK_RETRIES = 3  # a job whose worker or node died is run again (elsewhere when the node is gone)
 
 
@@ -138,6 +141,9 @@ class RayExecutor:
 
         self.address = address
         self._remote = ray.remote(evaluate_on_worker)
+        self._resources: dict[str, float] = {}
+        self._resources_at = -1e9
+        self._lock = threading.Lock()
 
     @classmethod
     def connect(cls, address: str, settings: Settings | None = None) -> RayExecutor:
@@ -150,22 +156,33 @@ class RayExecutor:
             return {"num_cpus": 0, "resources": {target.key: 1}}
         return {"num_cpus": 1}
 
-    def submit(self, job: EvalJob) -> Future[EvalResult]:
-        opts = self.resources_for(job.runner, job.target)
-        need = opts.get("resources") or {}
-        for name in need:
+    def check(self, runner: str, target: TargetProfile) -> None:
+        """Board jobs need a node offering the board; the runner itself is checked on the worker."""
+        if runner not in RUNNER_NAMES:
+            raise InvalidInput(f"unknown runner {runner!r}", f"use one of: {', '.join(RUNNER_NAMES)}")
+        if runner == "qemu" and not target.is_riscv:
+            raise InvalidInput(f"target {target.key!r} is not RISC-V", "use --runner native for the host target")
+        for name in self.resources_for(runner, target).get("resources") or {}:
             if not self.capacity(name):
                 raise Unavailable(
                     f"no node of the Ray cluster at {self.address!r} offers {name!r}",
                     f"attach a board: eok worker --cluster {self.address} --board {name}=HOST",
                 )
+
+    def submit(self, job: EvalJob) -> Future[EvalResult]:
+        self.check(job.runner, job.target)
+        opts = self.resources_for(job.runner, job.target)
         ref = self._remote.options(max_retries=TASK_RETRIES, retry_exceptions=False, **opts).remote(job)
         return ref.future()
 
     def capacity(self, resource: str) -> int:
+        """The cluster's total of `resource`, read at most every few seconds (a GCS round trip each)."""
         import ray
 
-        return int(ray.cluster_resources().get(resource, 0))
+        with self._lock:
+            if time.monotonic() - self._resources_at > RESOURCES_TTL_S:
+                self._resources, self._resources_at = dict(ray.cluster_resources()), time.monotonic()
+            return int(self._resources.get(resource, 0))
 
     def slots(self, runner: str, target: TargetProfile) -> int:
         opts = self.resources_for(runner, target)

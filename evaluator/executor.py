@@ -14,6 +14,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from core.settings import Settings, get_settings
 from evaluator.evaluate import Candidate, EvalResult, Evaluator
+from evaluator.runners import get_runner
 from evaluator.targets import TargetProfile
 from evaluator.tasks import KernelTask
 
@@ -52,6 +53,10 @@ class EvalExecutor(Protocol):
 
     def submit(self, job: EvalJob) -> Future[EvalResult]: ...
 
+    def check(self, runner: str, target: TargetProfile) -> None:
+        """Raise a clear error now when jobs for (runner, target) cannot run anywhere this executor reaches."""
+        ...
+
     def slots(self, runner: str, target: TargetProfile) -> int:
         """How many jobs for (runner, target) can run at the same time now."""
         ...
@@ -80,6 +85,9 @@ class InProcessExecutor:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=self.parallelism, thread_name_prefix="eok-eval")
             return self._pool.submit(run_job, self.evaluator, job)
+
+    def check(self, runner: str, target: TargetProfile) -> None:
+        get_runner(runner, self.settings).check(target)
 
     def slots(self, runner: str, target: TargetProfile) -> int:
         return self.parallelism
