@@ -124,6 +124,38 @@ def split_cflags(text: str) -> list[str]:
     return shlex.split(text)
 
 
+# ------------------------------------------------------------------------------ competent baseline
+
+# The competent baseline is the reference built the best way the compiler can without new code
+# (docs/TASKS.md, "Two baselines"). Which value-changing flags it gets follows from the task's tolerance:
+#  - always -fno-math-errno: no kernel reads errno, so it changes no value; it lets clang inline sqrt
+#    and vectorize calls such as sqrtf/fabsf;
+#  - a float tolerance that is not exact: -ffp-contract=fast (an FMA rounds once instead of twice);
+#  - rtol >= 1e-4 (the suite's tolerance for tasks that declare their float sums reorderable, ~800
+#    ulps): reassociation, which is what clang needs to vectorize a float reduction. Not -ffast-math
+#    whole: -ffinite-math-only would break tasks whose inputs hold inf/NaN, and -fapprox-func /
+#    -freciprocal-math change single elements without buying vectorization.
+# No vector math library: clang-22 maps -fveclib=SLEEF to SLEEF's RVV entry points (Sleef_expfx_u10rvvm2,
+# checked), but SLEEF has RVV only from 3.6 and Debian (the only system package source here) ships 3.5.1,
+# not built for riscv64; building it needs its sources, which setup cannot fetch. So calls to expf/tanhf/
+# erff stay scalar libm calls in both baselines; docs/TASKS.md lists the tasks this flatters.
+REASSOCIATE_RTOL = 1e-4
+_NO_ERRNO = ["-fno-math-errno"]
+_CONTRACT = ["-ffp-contract=fast"]
+_REASSOCIATE = ["-fassociative-math", "-fno-signed-zeros", "-fno-trapping-math"]
+
+
+def competent_cflags(task: KernelTask) -> list[str]:
+    """Flags added to the target's baseline flags for the competent baseline (all candidate-allowed)."""
+    tol = task.tolerance
+    flags = list(_NO_ERRNO)
+    if tol.rtol > 0 or tol.atol > 0:
+        flags += _CONTRACT
+    if tol.rtol >= REASSOCIATE_RTOL:
+        flags += _REASSOCIATE
+    return flags
+
+
 # ------------------------------------------------------------------------------------------- builds
 
 
@@ -171,7 +203,7 @@ class Toolchain:
         cflags: list[str],
         workdir: Path,
     ) -> Build:
-        """Compile the candidate `code` and link it with the task's harness, reference and baseline."""
+        """Compile the candidate `code` and link it with the task's harness, reference and baselines."""
         t0 = time.monotonic()
         tflags = target_flags(target, kind)
         objs = [
@@ -187,6 +219,17 @@ class Toolchain:
                 "baseline",
                 task.reference_code,
                 [*tflags, *target.baseline_cflags, f"-D{task.function_name}={harness.base_name(task)}"],
+            ),
+            self._cached(
+                task,
+                "competent",
+                task.reference_code,
+                [
+                    *tflags,
+                    *target.baseline_cflags,
+                    *competent_cflags(task),
+                    f"-D{task.function_name}={harness.comp_name(task)}",
+                ],
             ),
         ]
         (workdir / CANDIDATE_FILE).write_text(code)

@@ -78,7 +78,9 @@ class Commit(Node):
     isas: list[Isa] = []
     operators: list[Operator] = []
     techniques: list[Technique] = []
-    perf_claims: list[float] = []  # speedup factors parsed from the message (1.35 for "+35%")
+    perf_claims: list[float] = []  # believable speedup factors parsed from the message (1.35 for "+35%")
+    claim_spans: list[str] = []  # the message text each perf_claims figure was parsed from (same order)
+    flagged_claims: list[str] = []  # figures not believed: "86x from '...' [implausible: ...]"
     score: float = 0.0  # classification score, >= threshold means optimization
     reasons: list[str] = []
     is_optimization: bool = False
@@ -113,7 +115,8 @@ class Thought(Node):
     isa: Isa = Isa.GENERIC
     operator: Operator = Operator.OTHER
     evidence_commits: int = Field(0, ge=0)
-    prior_speedup: float | None = Field(None, gt=0)  # geometric mean of parsed claims, when any
+    prior_speedup: float | None = Field(None, gt=0)  # geometric mean of the believable parsed claims, when any
+    claims: list[str] = []  # each believable claim with the text it was parsed from and its commit
     source: str = "mined"
 
 
@@ -171,8 +174,11 @@ class Experience(Node):
     cflags: list[str] = []
     variant: str = "{}"  # JSON: the offline generator's family and knob settings, when it made the code
     status: ExperienceStatus
-    speedup: float | None = Field(None, ge=0)
+    speedup: float | None = Field(None, ge=0)  # over the plain baseline (the reference at clang -O3)
+    # Over the competent baseline (the reference with the FP flags its tolerance allows; docs/TASKS.md).
+    competent_speedup: float | None = Field(None, ge=0)
     baseline_cycles: float | None = None
+    competent_cycles: float | None = None
     candidate_cycles: float | None = None
     seconds: float | None = None
     max_error: float | None = None
@@ -210,6 +216,7 @@ class Run(Node):
     status: RunStatus = RunStatus.QUEUED
     best_experience_id: str | None = None
     best_speedup: float | None = None
+    best_competent_speedup: float | None = None
     evaluations: int = 0
     llm_calls: int = 0
     llm_tokens: int = 0

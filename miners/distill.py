@@ -164,6 +164,7 @@ class ThoughtDraft:
     identifiers: str
     evidence: list[str]
     claims: list[float]
+    claim_texts: list[str] = field(default_factory=list)  # each believable figure with its span and commit
     merged_from: list[str] = field(default_factory=list)
     source: str = "mined"  # mined | llm (an LLM lesson is in the text) | whatever a graph thought had
 
@@ -207,6 +208,7 @@ def build_thoughts(evidence: Sequence[Evidence]) -> dict[str, ThoughtDraft]:
         tid = thought_id(tech, op, fam)
         example, idents = pick_example(tech, evs)
         claims = [x for e in evs for x in e.classification.perf_claims]
+        texts = [claim_text(c.value, c.span, e.sha) for e in evs for c in e.classification.claims if c.plausible]
         out[tid] = ThoughtDraft(
             id=tid,
             idea_id=idea_id(tech),
@@ -219,9 +221,15 @@ def build_thoughts(evidence: Sequence[Evidence]) -> dict[str, ThoughtDraft]:
             identifiers=idents,
             evidence=sorted({e.sha for e in evs}),
             claims=claims,
+            claim_texts=texts,
             source="llm" if any(e.insight for e in evs) else "mined",
         )
     return out
+
+
+def claim_text(value: float, span: str, sha: str) -> str:
+    """A claimed figure with the words it was read from and its commit: `1.8x: "1.8x faster on K1" (abc123def)`."""
+    return f"{value:g}x: {span!r} ({sha[:9]})"
 
 
 def thought_title(tech: Technique, op: Operator, fam: str, isa: Isa) -> str:
@@ -333,6 +341,7 @@ def merge_near_duplicates(
             winner, loser = _survivor(da, db, fixed)
             winner.evidence = sorted(set(winner.evidence) | set(loser.evidence))
             winner.claims = winner.claims + loser.claims
+            winner.claim_texts = winner.claim_texts + loser.claim_texts
             winner.merged_from.append(loser.id)
             alive.pop(loser.id)
             if loser.id == a:

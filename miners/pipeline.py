@@ -358,6 +358,7 @@ class Miner:
                     operator=d.operator,
                     evidence_commits=len(shas),
                     prior_speedup=round(prior, 3) if prior else None,
+                    claims=d.claim_texts,
                     source=d.source,
                 )
             )
@@ -490,6 +491,8 @@ def _commit_node(repo: str, m: MinedCommit) -> Commit:
         operators=cls.operators,
         techniques=cls.techniques,
         perf_claims=cls.perf_claims,
+        claim_spans=[c.span for c in cls.claims if c.plausible],
+        flagged_claims=[c.describe() for c in cls.claims if not c.plausible],
         score=cls.score,
         reasons=cls.reasons,
         is_optimization=cls.is_optimization,

@@ -66,7 +66,7 @@ def test_eval_input_errors_are_one_clear_line(capsys: pytest.CaptureFixture[str]
     code, _, err = cli(capsys, "eval", "saxpy", "--target", "k9")
     assert code == 1 and "unknown target 'k9'" in err
     code, _, err = cli(capsys, "eval", "saxpy", "--candidate", str(tmp_path / "missing.c"))
-    assert code == 1 and "does not exist" in err
+    assert code == 2 and "does not exist" in err  # a usage error, as for any bad option
     bad = tmp_path / "broken"
     bad.mkdir()
     (bad / "task.toml").write_text('name = "broken"\n')
