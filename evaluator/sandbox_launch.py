@@ -4,10 +4,10 @@ The cost model runs its qemu command itself and adds its logging options (`-d ..
 argv[0], so argv[0] is a small script that execs this module with the limits, then `--`, then qemu and
 whatever the cost model passed. Here (trusted, our uid) the run goes through `sandbox.run` like every
 other step: fresh uid, no network, secrets hidden, seccomp, limits, nothing left running. qemu writes the
-TB log into a scratch folder only the sandbox uid can write; the cost model's log path is a link to it
-while the run lasts (its size watch keeps working) and becomes the real file, moved without following
-links, once every process of the run is dead. Exit status: qemu's, or 128+N for a signal as a shell
-would report it.
+TB log (and the memory plugin its table) into a scratch folder only the sandbox uid can write; the cost
+model's log path is a link to it while the run lasts (its size watch keeps working) and becomes the real
+file, moved without following links, once every process of the run is dead. Exit status: qemu's, or
+128+N for a signal as a shell would report it.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import shutil
 import signal
 import stat
 import sys
@@ -38,15 +39,20 @@ def main(argv: list[str]) -> int:
     )
     log = _log_path(command)
     scratch = (log.parent if log else Path.cwd()) / f"sandbox-{secrets.token_hex(4)}"
+    outputs: dict[Path, Path] = {}  # what the run writes in scratch -> where the cost model expects it
     if log is not None:
         command[command.index("-D") + 1] = str(scratch / log.name)
+        outputs[scratch / log.name] = log
         log.unlink(missing_ok=True)
         os.symlink(scratch / log.name, log)  # the cost model watches the log's size during the run
+    plugin_copy = _redirect_plugin(command, scratch, outputs)
     try:
         out = run(command, Path.cwd(), limits, scratch=scratch)
     finally:
-        if log is not None:
-            _publish(scratch / log.name, log)
+        for written, wanted in outputs.items():
+            _publish(written, wanted)
+        if plugin_copy is not None:
+            plugin_copy.unlink(missing_ok=True)
     sys.stdout.write(out.stdout)
     sys.stderr.write(out.stderr)
     if out.violation:
@@ -63,6 +69,25 @@ def _log_path(command: list[str]) -> Path | None:
     if "-D" not in command or command.index("-D") + 1 >= len(command):
         return None
     return Path(command[command.index("-D") + 1]).absolute()
+
+
+def _redirect_plugin(command: list[str], scratch: Path, outputs: dict[Path, Path]) -> Path | None:
+    """The memory plugin (`-plugin so,...,out=path`): a readable copy of the .so next to the binary (our
+    folder for it is private), its table written to scratch and handed over like the log."""
+    if "-plugin" not in command:
+        return None
+    at = command.index("-plugin") + 1
+    so, *opts = command[at].split(",")
+    copy = Path.cwd() / f".plugin-{secrets.token_hex(4)}.so"
+    shutil.copyfile(so, copy)
+    copy.chmod(0o644)
+    for k, opt in enumerate(opts):
+        if opt.startswith("out="):
+            wanted = Path(opt[4:]).absolute()
+            outputs[scratch / wanted.name] = wanted
+            opts[k] = f"out={scratch / wanted.name}"
+    command[at] = ",".join([str(copy), *opts])
+    return copy
 
 
 def _publish(written: Path, log: Path) -> None:

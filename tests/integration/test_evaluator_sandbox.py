@@ -149,7 +149,7 @@ def test_no_writes_to_the_run_directory_and_no_secrets_to_read(tmp_path: Path) -
 def test_only_its_own_processes_are_visible(tmp_path: Path) -> None:
     body = (
         '#include <dirent.h>\nint main(void) { DIR *d = opendir("/proc"); struct dirent *e; int n = 0;'
-        ' while ((e = readdir(d))) n += e->d_name[0] >= \'0\' && e->d_name[0] <= \'9\'; printf("%d\\n", n); }'
+        " while ((e = readdir(d))) n += e->d_name[0] >= '0' && e->d_name[0] <= '9'; printf(\"%d\\n\", n); }"
     )
     out = sandboxed(tmp_path, "ps", body)
     if is_root():
