@@ -28,6 +28,7 @@ from agent.report import lineage, write_artifacts
 from agent.types import ProgressEvent, RunOutcome, RunRequest
 from core.errors import InvalidInput, NotFound
 from evaluator.evaluate import Candidate, EvalResult, Evaluator
+from evaluator.runners import get_runner
 from evaluator.targets import TargetProfile, load_target
 from evaluator.tasks import KernelTask, load_task
 from knowledge.models import Experience, ExperienceStatus, Run, RunStatus, Target, Task, utcnow
@@ -98,6 +99,7 @@ class Optimizer:
         target = load_target(req.target)
         generator = self._resolve_generator_name(req.generator)
         runner = req.runner or (self.settings.default_runner if target.is_riscv else "native")
+        get_runner(runner, self.settings).check(target)  # a runner that cannot serve the target is an error now
         run = Run(
             id=f"run-{utcnow():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}",
             task_id=task.name,
@@ -380,7 +382,9 @@ class Optimizer:
             variant=json.dumps({"family": gen.variant.family, "knobs": gen.variant.knobs} if gen.variant else {}),
             status=status,
             speedup=speedup,
+            competent_speedup=result.competent_speedup if result and result.ok else None,
             baseline_cycles=result.baseline_cycles if result else None,
+            competent_cycles=result.competent_cycles if result else None,
             candidate_cycles=result.candidate_cycles if result else None,
             seconds=result.candidate_seconds if result else None,
             max_error=result.max_error if result else None,

@@ -180,8 +180,11 @@ class Experience(Node):
     cflags: list[str] = []
     variant: str = "{}"  # JSON: the offline generator's family and knob settings, when it made the code
     status: ExperienceStatus
-    speedup: float | None = Field(None, ge=0)
+    speedup: float | None = Field(None, ge=0)  # over the plain baseline (the reference at clang -O3)
+    # Over the competent baseline (the reference with the FP flags its tolerance allows; docs/TASKS.md).
+    competent_speedup: float | None = Field(None, ge=0)
     baseline_cycles: float | None = None
+    competent_cycles: float | None = None
     candidate_cycles: float | None = None
     seconds: float | None = None
     max_error: float | None = None
@@ -219,6 +222,7 @@ class Run(Node):
     status: RunStatus = RunStatus.QUEUED
     best_experience_id: str | None = None
     best_speedup: float | None = None
+    best_competent_speedup: float | None = None
     evaluations: int = 0
     llm_calls: int = 0
     llm_tokens: int = 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
@@ -39,13 +40,18 @@ def mine(
     library: str = typer.Option("auto", "--library", help=f"Kernel path profile: {', '.join(LIBRARIES)}."),
     since: str | None = typer.Option(None, "--since", help="Mine only commits after this revision."),
     full: bool = typer.Option(False, "--full", help="Walk the whole history again, whatever was mined before."),
-    limit: int | None = typer.Option(None, "--limit", help="Mine at most N commits (newest first)."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Mine at most N commits (newest first)."),
     llm: bool = typer.Option(False, "--llm", help="Have the configured LLM write the lessons."),
     name: str | None = typer.Option(None, "--name", help="Repository name in the graph (default: derived)."),
     json_out: bool = JsonOpt,
 ) -> None:
     """Mine a repository's history for optimization commits; incremental and idempotent."""
+    from core.errors import InvalidInput
     from miners.gitwalk import EarlyWalk
+
+    if not repo.startswith(("http://", "https://", "git@", "ssh://", "file://")) and not Path(repo).is_dir():
+        what = "is not a directory" if Path(repo).exists() else "does not exist"
+        raise InvalidInput(f"repository {repo} {what}", "give a git work tree, a bare repository or a URL")
 
     # git starts on the whole history now and works while the graph driver is imported and connected;
     # the miner stops it if the run turns out to be incremental.
