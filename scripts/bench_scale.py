@@ -25,13 +25,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent.offline import OfflineGenerator  # noqa: E402
-from core.settings import Settings  # noqa: E402
-from evaluator.evaluate import Candidate, Evaluator  # noqa: E402
-from evaluator.executor import EvalExecutor, EvalJob, InProcessExecutor  # noqa: E402
-from evaluator.targets import load_target  # noqa: E402
-from evaluator.tasks import load_task  # noqa: E402
-from tests.support.raycluster import Cluster, free_port  # noqa: E402
+from agent.offline import OfflineGenerator
+from core.settings import Settings
+from evaluator.evaluate import Candidate, Evaluator
+from evaluator.executor import EvalExecutor, EvalJob, InProcessExecutor
+from evaluator.targets import load_target
+from evaluator.tasks import load_task
+from tests.support.raycluster import Cluster, free_port
 
 TASKS = ("sgemm_64", "softmax")
 
