@@ -104,6 +104,11 @@ class BootstrapService:
         self.thread: threading.Thread | None = None
         self.lock = threading.Lock()
 
+    def is_active(self, bootstrap_id: str) -> bool:
+        """Executing here and not yet past its terminal event."""
+        channel = self.channels.get(bootstrap_id)
+        return self.active == bootstrap_id and channel is not None and not channel.done
+
     def start(self, req: BootstrapRequest) -> str:
         with self.lock:
             if self.active:
@@ -179,7 +184,7 @@ def _detail(svc: BootstrapService, bootstrap_id: str) -> BootstrapDetail:
         targets=json.loads(b.targets),
         budget=b.budget,
         executor=b.executor,
-        active=svc.active == b.id,
+        active=svc.is_active(b.id),
         rows=out.rows,
     )
 
