@@ -449,6 +449,7 @@ class ThoughtFacts:
     idea_id: str
     why: str
     identifiers: str
+    what: str = ""  # the commit it comes from: "<repo> <sha>: <title>"
 
 
 def group_ideas(
@@ -502,6 +503,15 @@ def group_ideas(
 def _unit(v: np.ndarray) -> np.ndarray:
     n = float(np.linalg.norm(v))
     return v / n if n else v
+
+
+def idea_prompt(group: IdeaGroup, facts: dict[str, ThoughtFacts], limit: int = 12) -> str:
+    """The evidence an LLM reads to state a group's principle: each thought's change, ISA and reason."""
+    members = [facts[m] for m in sorted(group.members) if m in facts][:limit]
+    lines = [f"Technique: {group.technique.value} ({TECHNIQUE_DESCRIPTIONS[group.technique]})", "Changes:"]
+    for f in members:
+        lines.append(f"- {f.what} [{f.operator}, {f.isa}]" + (f" Why: {f.why}" if f.why else ""))
+    return "\n".join(lines)
 
 
 def idea_text(group: IdeaGroup, facts: dict[str, ThoughtFacts]) -> tuple[str, str, str]:
