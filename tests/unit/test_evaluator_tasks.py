@@ -117,6 +117,18 @@ MALFORMED = {
         "args.x.gen",  # float pointer cannot hold q8_0 blocks
     ),
     "name_differs": (_replace('name = "mytask"', 'name = "other"'), "name"),
+    "zero_scale": (
+        _replace('kind = "in"\ncount = "n"', 'kind = "in"\ncount = "n"\nscales = [1.0, 0.0]'),
+        "args.x.scales",
+    ),
+    "specials_without_every": (
+        _replace('kind = "in"\ncount = "n"', 'kind = "in"\ncount = "n"\nspecials = [-inf]'),
+        "args.x.special_every",
+    ),
+    "every_one": (
+        _replace('kind = "in"\ncount = "n"', 'kind = "in"\ncount = "n"\nspecials = [nan]\nspecial_every = 1'),
+        "args.x.special_every",
+    ),
     "negative_tolerance": (_replace("rtol = 1e-5", "rtol = -1.0"), "tolerance.rtol"),
 }
 
