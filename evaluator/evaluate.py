@@ -228,10 +228,11 @@ class Evaluator:
         violations = safety.check_directives(cand.code, frozenset(target.extra_headers))
         if not violations:
             try:
-                pre = self.toolchain.preprocess(cand.code, target, run.build_kind, workdir)
+                prelude = harness.candidate_prelude(task)
+                pre = self.toolchain.preprocess(cand.code, target, run.build_kind, workdir, flags, prelude)
             except CompileFailed as e:
                 raise _Stop(_compile_error(result, e, cand.code)) from None
-            violations = safety.check_preprocessed(pre, task.function_name)
+            violations = safety.check_preprocessed(pre, task.function_name, frozenset(target.extra_headers))
         result.stages_s["static_check"] = time.monotonic() - t
         if violations:
             more = f" (+{len(violations) - 3} more)" if len(violations) > 3 else ""
@@ -243,6 +244,11 @@ class Evaluator:
         except CompileFailed as e:
             raise _Stop(_compile_error(result, e, cand.code)) from None
         result.stages_s["compile"] = time.monotonic() - t
+        # The machine code itself: what the text check could not see (nothing of it has run yet).
+        violations = safety.check_object((workdir / "candidate.o").read_bytes(), task.function_name)
+        if violations:
+            text = "; ".join(str(v) for v in violations[:3])
+            raise _Stop(_with(result, status=EvalStatus.REJECTED, feedback=f"rejected: {text}"))
         return build
 
     def _check(self, task: KernelTask, target: TargetProfile, run: Runner, build: Build, result: EvalResult) -> None:
@@ -499,6 +505,12 @@ def _run_failure(result: EvalResult, out: RunOutput, stage: str) -> EvalResult:
             status=EvalStatus.CRASHED,
             feedback="crashed: qemu-user 7.2 aborted while translating the code (an emulator bug known for "
             "vfncvt.rtz.* / float-to-narrower-int conversions); use another conversion sequence" + where,
+        )
+    if out.violation:
+        return _with(
+            result,
+            status=EvalStatus.CRASHED,
+            feedback=f"sandbox violation: a system call outside the allow-list (processes, network, ...){where}",
         )
     if out.signal:
         name = signal.Signals(out.signal).name if out.signal in signal.Signals._value2member_map_ else str(out.signal)

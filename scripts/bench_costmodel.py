@@ -164,7 +164,9 @@ def memory_tables(out: Path) -> None:
     ]
     for label, stem, defines, per in cases:
         before, after = run(stem, memory=False, **defines), run(stem, **defines)
-        print(f"   {label:34}{before.cycles / per:12,.3f}{after.cycles / per:12,.3f}{after.bound:>9}")  # type: ignore[attr-defined]
+        b, a = before.cycles / per, after.cycles / per  # type: ignore[attr-defined]
+        digits = 3 if per > 1 else 0
+        print(f"   {label:34}{b:12,.{digits}f}{a:12,.{digits}f}{after.bound:>9}")  # type: ignore[attr-defined]
 
 
 def main() -> None:

@@ -288,7 +288,10 @@ def test_plugin_table_is_read_by_pc(tmp_path: Path) -> None:
     assert stats.pcs.tolist() == [0x302E8, 0x302EC]
     assert stats.of(0x302EC).tolist() == [4096, 16384, 0, 4, 1, 3, 0]  # type: ignore[union-attr]
     assert stats.of(0x1234) is None
-    assert len(read_stats(tmp_path / "absent.txt", 64).pcs) == 0  # no access in the region: no file
+    (tmp_path / "empty.txt").write_text("# header only: the region made no access\n")
+    assert len(read_stats(tmp_path / "empty.txt", 64).pcs) == 0
+    with pytest.raises(EokError, match="memory plugin wrote no table"):
+        read_stats(tmp_path / "absent.txt", 64)  # the plugin never ran: say so, do not price memory as free
 
 
 def test_plugin_options_carry_markers_and_cache_geometry(tmp_path: Path) -> None:
