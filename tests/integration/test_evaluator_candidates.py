@@ -182,6 +182,9 @@ def test_a_tiny_all_zero_output_fails_on_the_normalized_error(evaluator: Evaluat
     # zero: only the normalized error can tell that a kernel writing zeros there is wrong.
     task = load_task("softmax")
     spec = (task.directory / "task.toml").read_text().replace("atol = 1e-7", "atol = 1e-2")
+    # ordinary inputs and the default norm bound (the suite's softmax reaches +-100: near one-hot rows)
+    spec = spec.replace(", norm = 3.2e-4", "").replace("scales = [1.0, 10.0, 1.0, 10.0, 10.0]", "scales = [1.0]")
+    assert "norm =" not in spec and "scales = [1.0]\n" in spec
     d = tmp_path / "softmax"
     d.mkdir()
     (d / "task.toml").write_text(spec)
