@@ -188,6 +188,12 @@ class Evaluator:
                 return EvalResult.model_validate_json(path.read_text())
         cand = Candidate(code=task.reference_code, label="baseline")
         result = self.evaluate(task, target, cand, run)
+        if result.status == EvalStatus.WRONG:  # the task's fault, not a candidate's: say which field
+            tol = task.tolerance
+            result.feedback = (
+                f"{task.directory / 'task.toml'}: field 'tolerance' (rtol {tol.rtol:g}, atol {tol.atol:g}) fails "
+                f"the reference against itself built with the baseline flags: {result.feedback}"
+            )
         if result.ok:
             if result.measurement == "modeled":
                 result.baseline_cycles = result.candidate_cycles
