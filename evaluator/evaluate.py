@@ -89,6 +89,7 @@ class EvalResult(BaseModel):
     sizes_checked: int = 0
     duration_s: float = 0.0
     code_hash: str = ""
+    worker: str | None = None  # the Ray node that ran the evaluation (None: this process)
     # Context, for records and reports.
     task: str = ""
     target: str = ""

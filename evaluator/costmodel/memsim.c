@@ -2,12 +2,12 @@
  * two-level write-back, write-allocate, LRU cache and counts, per guest instruction, the accesses and the
  * lines it moved between the levels while the marked region runs (docs/COSTMODEL.md, "Memory").
  *
- * Outside the region every access goes straight through the cache (the harness's set-up leaves it warm).
  * Inside the region (from the first instruction of eok_region_begin to that of eok_region_end) the
  * accesses are counted and their lines recorded; at the end marker the recorded line stream is run through
  * the cache twice and the second pass is what gets counted: the steady state of a kernel called
- * repeatedly on the same buffers, which is what a board's timing loop measures. The table is written to
- * `out` each time the end marker is reached.
+ * repeatedly on the same buffers, which is what a board's timing loop measures. Accesses outside the
+ * region are ignored (the first replay pass is the warm-up). The table is written to `out` each time the
+ * end marker is reached.
  *
  * Debian ships no qemu-plugin.h, so the few plugin API functions used are declared below from the QEMU
  * plugin API documentation (API version 1, qemu 7.2).
@@ -178,14 +178,11 @@ static void replay(void) {
 
 static void on_mem(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *userdata) {
   (void)vcpu;
+  if (!in_region) return;
   Stat *s = userdata;
   unsigned size = 1u << qemu_plugin_mem_size_shift(info);
   bool store = qemu_plugin_mem_is_store(info);
   uint64_t first = vaddr >> line_shift, last = (vaddr + size - 1) >> line_shift;
-  if (!in_region) {
-    for (uint64_t line = first; line <= last; line++) access_line(line, store, s);
-    return;
-  }
   s->accesses++;
   s->bytes += size;
   s->stores += store;
