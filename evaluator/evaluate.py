@@ -89,6 +89,7 @@ class EvalResult(BaseModel):
     sizes_checked: int = 0
     duration_s: float = 0.0
     code_hash: str = ""
+    worker: str | None = None  # the Ray node that ran the evaluation (None: this process)
     # Context, for records and reports.
     task: str = ""
     target: str = ""
@@ -188,6 +189,12 @@ class Evaluator:
                 return EvalResult.model_validate_json(path.read_text())
         cand = Candidate(code=task.reference_code, label="baseline")
         result = self.evaluate(task, target, cand, run)
+        if result.status == EvalStatus.WRONG:  # the task's fault, not a candidate's: say which field
+            tol = task.tolerance
+            result.feedback = (
+                f"{task.directory / 'task.toml'}: field 'tolerance' (rtol {tol.rtol:g}, atol {tol.atol:g}) fails "
+                f"the reference against itself built with the baseline flags: {result.feedback}"
+            )
         if result.ok:
             if result.measurement == "modeled":
                 result.baseline_cycles = result.candidate_cycles
