@@ -229,6 +229,26 @@ class Run(Node):
     error: str | None = None
     started_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None
+    bootstrap_id: str | None = None  # the bootstrap (suite-wide first pass) this run belongs to
+
+
+class Bootstrap(Node):
+    """A suite-wide first pass: one run per (task, target) pair, resumable by its id."""
+
+    label: ClassVar[str] = "Bootstrap"
+    key_field: ClassVar[str] = "id"
+    id: Key
+    tasks: str  # JSON list of task names, in plan order
+    targets: str  # JSON list of target keys
+    budget: int = Field(ge=1)
+    directions: int = Field(1, ge=1)
+    generator: str = "offline"
+    runner: str | None = None
+    seed: int = 0
+    status: RunStatus = RunStatus.QUEUED
+    executor: str = ""  # where its evaluations ran, as the executor described itself
+    started_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
 
 
 class RelType(StrEnum):
@@ -270,7 +290,7 @@ ALLOWED_RELATIONSHIPS: dict[RelType, tuple[str, str]] = {
 SIMILAR_LABELS = {"Target", "Task"}
 
 NODE_TYPES: dict[str, type[Node]] = {
-    m.label: m for m in (Repository, Commit, Idea, Thought, Target, Task, Experience, Run)
+    m.label: m for m in (Repository, Commit, Idea, Thought, Target, Task, Experience, Run, Bootstrap)
 }
 
 N = TypeVar("N", bound=BaseModel)
