@@ -63,6 +63,7 @@ class SshRunner:
             settings.ssh_port,
             settings.ssh_key,
             known_hosts=settings.home / "ssh_known_hosts",
+            build_kind="emulator" if settings.ssh_board_is_emulator else "board",
         )
 
     @property

@@ -61,18 +61,21 @@ def optimize(
     seed: Annotated[int, typer.Option(help="random seed")] = 0,
     runner: Annotated[RunnerName | None, typer.Option(help="default: EOK_DEFAULT_RUNNER (qemu)")] = None,
     resume: Annotated[str | None, typer.Option(help="resume the run with this id")] = None,
+    cluster: Annotated[str | None, typer.Option(help="Ray cluster HOST:PORT or auto (default EOK_RAY_ADDRESS)")] = None,
     json_out: bool = JsonOpt,
 ) -> None:
     """Optimize a kernel task for a target; every evaluated candidate is recorded in the graph."""
     from agent.optimizer import Optimizer
+    from evaluator.executor import build_executor
     from service.bootstrap import Container
 
     if not task and not resume:
         raise InvalidInput("give a TASK (e.g. saxpy) or --resume RUN_ID", "see `eok tasks list`")
     if not resume:
         _check_up_front(task or "", target, runner.value if runner else None)
-    container = Container(get_settings())
-    opt = Optimizer(container)
+    settings = get_settings()
+    container = Container(settings)
+    opt = Optimizer(container, executor=build_executor(settings, cluster))
     if resume:
         run = opt.get_run(resume)
     else:
