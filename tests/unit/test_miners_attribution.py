@@ -143,3 +143,25 @@ def test_ideas_group_close_thoughts_of_two_or_more_changes_and_grow_incrementall
         "t2",
         "t5",
     ]
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("vfmaq_f32(acc, a, b)", "vfmaq_f32 -> __riscv_vfmacc_vv_f32m1"),
+        ("vld1q_s8(p)", "vld1q_s8 -> __riscv_vle8_v_i8m1"),
+        ("_mm256_set1_ps(1.0f)", "_mm256_set1_ps -> __riscv_vfmv_v_f_f32m1"),
+        ("_mm512_loadu_pd(p)", "_mm512_loadu_pd -> __riscv_vle64_v_f64m1"),
+        ("svwhilelt_b32(i, n)", "svwhilelt_b32 -> __riscv_vsetvl_e32m1(n - i)"),
+        ("vaddvq_s32(v)", "vaddvq_s32 -> __riscv_vredsum_vs_i32m1_i32m1"),
+        ("vdotq_s32(acc, a, b)", "vdotq_s32 -> __riscv_vwmacc_vv_i16m2"),
+        ("vfmadd231pd %zmm0, %zmm1, %zmm2", "vfmadd231pd -> __riscv_vfmacc_vv_f64m1"),
+        ("xvmaddasp 0, 1, 2", "xvmaddasp -> __riscv_vfmacc_vv_f32m1"),
+    ],
+)
+def test_rvv_translation_table(code: str, expected: str) -> None:
+    from knowledge.rvv_translation import rvv_equivalents
+
+    got = rvv_equivalents(code)
+    assert len(got) == 1 and got[0].startswith(expected), got
+    assert rvv_equivalents("__riscv_vle32_v_f32m1(p, vl)") == []  # RVV code needs no translation
