@@ -189,6 +189,12 @@ class Evaluator:
                 return EvalResult.model_validate_json(path.read_text())
         cand = Candidate(code=task.reference_code, label="baseline")
         result = self.evaluate(task, target, cand, run)
+        if result.status == EvalStatus.WRONG:  # the task's fault, not a candidate's: say which field
+            tol = task.tolerance
+            result.feedback = (
+                f"{task.directory / 'task.toml'}: field 'tolerance' (rtol {tol.rtol:g}, atol {tol.atol:g}) fails "
+                f"the reference against itself built with the baseline flags: {result.feedback}"
+            )
         if result.ok:
             if result.measurement == "modeled":
                 result.baseline_cycles = result.candidate_cycles
@@ -314,6 +320,7 @@ class Evaluator:
         result.peak_dram_bytes_per_cycle = cand.peak_dram_bytes_per_cycle
         comp = self._competent_model(task, target, run, build, key)
         if comp is not None and cand.cycles > 0:
+            comp = min(comp, result.baseline_cycles)  # flags that slow the reference down go unused
             result.competent_cycles = comp
             result.competent_seconds = comp / clock if clock else None
             result.competent_speedup = comp / cand.cycles
@@ -366,6 +373,7 @@ class Evaluator:
         if base_ns and cand_ns:
             result.speedup = base_ns / cand_ns
         if comp_ns and cand_ns and self._competent_correct(task, target, run):
+            comp_ns = min(comp_ns, base_ns or comp_ns)  # flags that slow the reference down go unused
             result.competent_seconds = comp_ns * 1e-9
             result.competent_speedup = comp_ns / cand_ns
 

@@ -24,7 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from core.errors import Unavailable
+from core.errors import InvalidInput, Unavailable
 from evaluator import harness
 from evaluator.sandbox import Limits, run, take
 from evaluator.targets import TargetProfile
@@ -271,7 +271,17 @@ class Toolchain:
         with tempfile.TemporaryDirectory(prefix="eok-obj-") as tmp:
             src = Path(tmp) / f"{role}.c"
             src.write_text(source)
-            self._compile(Path(tmp), src.name, f"{role}.o", flags)
+            try:
+                self._compile(Path(tmp), src.name, f"{role}.o", flags)
+            except CompileFailed as e:  # the task's code, never the candidate's: a task error
+                first = e.diagnostics[0] if e.diagnostics else None
+                where = f":{first.line}:{first.col}" if first and first.line else ""
+                origin = "reference.c" if role != "harness" else "the generated harness"
+                raise InvalidInput(
+                    f"task {task.name}: {task.directory / origin if role != 'harness' else origin}{where} does "
+                    f"not compile ({role} build): {first.message if first else 'compiler failed'}",
+                    "fix the task's reference.c (the candidate was not judged)",
+                ) from None
             # Atomic publish: concurrent evaluations may build the same object.
             tmp_obj = obj.with_suffix(f".{os.getpid()}.{secrets.token_hex(4)}.tmp")
             shutil.copyfile(Path(tmp) / f"{role}.o", tmp_obj)
