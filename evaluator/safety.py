@@ -541,9 +541,15 @@ def check_object(data: bytes, kernel: str) -> list[Violation]:
         found = _check_sections(sections)
         found += _check_symbols(data, sections, kernel)
         riscv = struct.unpack_from("<H", data, 0x12)[0] == EM_RISCV  # host objects: sections and symbols only
-        for sec in sections:
-            if riscv and sec["flags"] & SHF_EXECINSTR and sec["type"] != SHT_NOBITS:
-                found += _check_code(sec["name"], data[sec["offset"] : sec["offset"] + sec["size"]])
+        if not riscv:
+            return found
+        taken, call_sites = check_code_addresses(data, sections)
+        found += taken
+        for index, sec in enumerate(sections):
+            if sec["flags"] & SHF_EXECINSTR and sec["type"] != SHT_NOBITS:
+                code = data[sec["offset"] : sec["offset"] + sec["size"]]
+                found += _check_code(sec["name"], code)
+                found += check_indirect_jumps(sec["name"], code, call_sites.get(index, set()))
         return found
     except (struct.error, IndexError, ValueError, KeyError) as exc:
         return [Violation(0, f"object file could not be checked: {exc}")]
@@ -556,11 +562,11 @@ def _elf_sections(data: bytes) -> list[dict]:
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
     raw = []
     for i in range(shnum):
-        name, typ, flags, _addr, offset, size, link, _info, _align, entsize = struct.unpack_from(
+        name, typ, flags, _addr, offset, size, link, info, _align, entsize = struct.unpack_from(
             "<IIQQQQIIQQ", data, shoff + i * shentsize
         )
         raw.append({"name_off": name, "type": typ, "flags": flags, "offset": offset, "size": size, "link": link,
-                    "entsize": entsize})  # fmt: skip
+                    "info": info, "entsize": entsize})  # fmt: skip
     strtab = raw[shstrndx]
     for sec in raw:
         sec["name"] = _cstr(data, strtab["offset"] + sec["name_off"])
@@ -638,3 +644,82 @@ def _check_code(section: str, code: bytes) -> list[Violation]:
             found.append(Violation(0, f"{_ECALL_WORDS[word]} hidden in {section} at offset {j:#x}"))
     unique = list(dict.fromkeys(found))
     return unique[:10]
+
+
+# -- control flow out of the candidate (red team: `(fn)((char *)&free + off)` reached libc's write/_exit and
+# the harness's region markers). A kernel only calls: every transfer out of its own code must be a direct
+# call of an allowed function, so no address of code is ever taken and no jump goes through a register.
+SHT_RELA = 4
+STT_FUNC, STT_SECTION = 2, 3
+R_RISCV_CALL, R_RISCV_CALL_PLT, R_RISCV_RELAX, R_RISCV_ALIGN = 18, 19, 51, 43
+R_RISCV_BRANCH, R_RISCV_JAL, R_RISCV_RVC_BRANCH, R_RISCV_RVC_JUMP = 16, 17, 44, 45
+R_RISCV_PCREL_LO12_I, R_RISCV_PCREL_LO12_S = 24, 25
+_CALLS = {R_RISCV_CALL, R_RISCV_CALL_PLT}
+_TO_CODE_OK = _CALLS | {R_RISCV_BRANCH, R_RISCV_JAL, R_RISCV_RVC_BRANCH, R_RISCV_RVC_JUMP, R_RISCV_RELAX,
+                        R_RISCV_ALIGN, R_RISCV_PCREL_LO12_I, R_RISCV_PCREL_LO12_S}  # fmt: skip
+_CHECKED_DATA = re.compile(r"^\.(rodata|data|sdata|srodata|data\.rel\.ro)")  # where a code-pointer table would live
+
+
+def _symbols(data: bytes, symtab: dict) -> list[tuple[str, int, int]]:
+    """(name, type, section index) of every symbol of `symtab`."""
+    out = []
+    for off in range(symtab["offset"], symtab["offset"] + symtab["size"], symtab["entsize"] or 24):
+        st_name, st_info, _other, st_shndx, _value, _size = struct.unpack_from("<IBBHQQ", data, off)
+        out.append((st_name, st_info & 0xF, st_shndx))
+    return out
+
+
+def check_code_addresses(data: bytes, sections: list[dict]) -> tuple[list[Violation], dict[int, set[int]]]:
+    """Relocations that take the address of code, and the call sites (by section) whose jalr is a call."""
+    found: list[Violation] = []
+    call_sites: dict[int, set[int]] = {}
+    for rela in (s for s in sections if s["type"] == SHT_RELA):
+        target = sections[rela["info"]]
+        in_code = bool(target["flags"] & SHF_EXECINSTR)
+        if not in_code and not _CHECKED_DATA.match(target["name"]):
+            continue  # unwind and debug tables describe code; nothing jumps through them
+        symtab = sections[rela["link"]]
+        names = sections[symtab["link"]]
+        symbols = _symbols(data, symtab)
+        for off in range(rela["offset"], rela["offset"] + rela["size"], rela["entsize"] or 24):
+            r_offset, r_info, _addend = struct.unpack_from("<QQq", data, off)
+            sym, rtype = r_info >> 32, r_info & 0xFFFFFFFF
+            if rtype in _CALLS:
+                call_sites.setdefault(rela["info"], set()).add(r_offset)
+            if sym == 0 or sym >= len(symbols):
+                continue
+            st_name, st_type, st_shndx = symbols[sym]
+            external = st_shndx == 0
+            code = st_type == STT_FUNC or (0 < st_shndx < len(sections) and sections[st_shndx]["flags"] & SHF_EXECINSTR)
+            if (external or code) and not (in_code and rtype in _TO_CODE_OK):
+                name = _cstr(data, names["offset"] + st_name) or sections[st_shndx]["name"]
+                found.append(
+                    Violation(
+                        0, f"takes the address of `{name}`: a kernel may call functions, never take their address"
+                    )
+                )
+    return list(dict.fromkeys(found))[:10], call_sites
+
+
+def check_indirect_jumps(section: str, code: bytes, call_sites: set[int]) -> list[Violation]:
+    """Every jalr is a return or the second half of a relocated call (auipc at the call site): no jump
+    through a computed address."""
+    found = []
+    i = 0
+    while i + 2 <= len(code):
+        half = code[i] | code[i + 1] << 8
+        if half & 0b11 != 0b11:
+            funct4, rs1, rs2 = half >> 12, (half >> 7) & 0x1F, (half >> 2) & 0x1F
+            indirect = half & 0b11 == 0b10 and funct4 in (0b1000, 0b1001) and rs1 and not rs2
+            if indirect and not (funct4 == 0b1000 and rs1 == 1):  # c.jr ra is a return
+                found.append(Violation(0, f"an indirect jump or call in {section} at offset {i:#x}"))
+            i += 2
+            continue
+        word = int.from_bytes(code[i : i + 4], "little")
+        if word & 0x7F == 0x67:  # jalr
+            rd, rs1, imm = (word >> 7) & 0x1F, (word >> 15) & 0x1F, word >> 20
+            is_return = rd == 0 and rs1 == 1 and imm == 0
+            if not is_return and (i - 4) not in call_sites:
+                found.append(Violation(0, f"an indirect jump or call in {section} at offset {i:#x}"))
+        i += 4
+    return found[:10]

@@ -234,7 +234,8 @@ class Toolchain:
         ]
         (workdir / CANDIDATE_FILE).write_text(code)
         (workdir / "eok_prototype.h").write_text(harness.candidate_prelude(task))
-        cand_flags = [*tflags, *target.baseline_cflags, *cflags, "-include", "eok_prototype.h"]
+        # No jump tables: every jalr in a candidate is then a return or a relocated call (safety.check_object).
+        cand_flags = [*tflags, *target.baseline_cflags, *cflags, "-fno-jump-tables", "-include", "eok_prototype.h"]
         self._compile(workdir, CANDIDATE_FILE, "candidate.o", cand_flags)
         binary = workdir / "harness"
         self._link(workdir, [*tflags, *map(str, objs), "candidate.o", *link_flags(kind), "-o", binary.name])
