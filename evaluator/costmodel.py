@@ -22,7 +22,14 @@ from core.errors import EokError, InvalidInput
 from evaluator.costmodel_elf import Disassembly, ElfSymbols, disassemble, require_objdump, tb_insns
 from evaluator.costmodel_loops import Loop, find_loops, loop_mask
 from evaluator.costmodel_mca import MODEL_VERSION, CostCache, Segment, Unit, cost_units, llvm_version, require_mca
-from evaluator.costmodel_trace import DEFAULT_MAX_LOG_BYTES, RegionTrace, Vtype, decode_vtype, trace_region
+from evaluator.costmodel_trace import (
+    DEFAULT_MAX_LOG_BYTES,
+    RegionMismatch,
+    RegionTrace,
+    Vtype,
+    decode_vtype,
+    trace_region,
+)
 
 BEGIN_MARKER, END_MARKER = "eok_region_begin", "eok_region_end"
 
@@ -81,13 +88,15 @@ def model_kernel_cycles(
     cache_dir: Path,
     mcpu: str = "spacemit-x60",
     timeout_s: float = 60.0,
+    regions: int | None = None,
 ) -> ModeledTiming:
-    """Modeled cycles of the kernel call between the markers of `binary`.
+    """Modeled cycles of the kernel calls between the markers of `binary` (summed over all regions).
 
     `qemu_argv` is the complete qemu-riscv64 command that runs the harness; it runs in `binary`'s directory
-    with TB logging added. Unit costs are cached in `cache_dir` (one SQLite file).
+    with TB logging added. Unit costs are cached in `cache_dir` (one SQLite file). With `regions`, a log
+    with any other number of begin/end pairs raises RegionMismatch.
     """
-    return model_kernel_breakdown(binary, qemu_argv, cache_dir, mcpu, timeout_s).timing
+    return model_kernel_breakdown(binary, qemu_argv, cache_dir, mcpu, timeout_s, regions=regions).timing
 
 
 def model_kernel_breakdown(
@@ -99,6 +108,7 @@ def model_kernel_breakdown(
     *,
     decoupled: bool = True,
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
+    regions: int | None = None,
 ) -> ModelBreakdown:
     """`model_kernel_cycles` with its internals; `decoupled=False` prices with plain in-order llvm-mca."""
     target = _target(mcpu)
@@ -106,6 +116,8 @@ def model_kernel_breakdown(
     binary = Path(binary)
     t0 = time.perf_counter()
     trace, dis = trace_kernel(binary, qemu_argv, timeout_s, max_log_bytes)
+    if regions is not None and trace.regions != regions:
+        raise RegionMismatch(f"the modeled run has {trace.regions} regions for {regions} calls")
     t1 = time.perf_counter()
     blocks, ids, instructions = executed_blocks(trace, dis)
     loops = find_loops(ids)

@@ -59,6 +59,7 @@ class RunOutput:
     network_isolated: bool = False
     uid: int | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    stdout_bytes: bytes = b""  # stdout as written (the harness writes binary result frames there)
 
     @property
     def signal(self) -> int | None:
@@ -130,6 +131,7 @@ def run(argv: list[str], cwd: Path, limits: Limits, env: dict[str, str] | None =
         truncated=truncated,
         network_isolated=netmode != "none",
         uid=uid,
+        stdout_bytes=out,
     )
 
 
