@@ -28,7 +28,6 @@ from pydantic import BaseModel, Field
 from core.errors import EokError
 from core.settings import Settings, get_settings
 from evaluator import harness, safety, verdict
-from evaluator.costmodel_trace import RegionMismatch
 from evaluator.runners import Runner, get_runner
 from evaluator.runners.qemu import QemuRunner, model_available, model_cache_dir
 from evaluator.sandbox import OOM_MARKER, Limits, RunOutput
@@ -49,6 +48,7 @@ MODEL_CALLS = 2  # timed calls in the modeled run, each on fresh inputs: the cyc
 WARMUP_CALLS = 2  # untimed-for-the-median calls before the timed ones on a board or this host
 TIMED_ID, BASE_ID = 1000, 2000  # call ids of timed calls and of the baseline's cached modeled calls
 TIMED_BYTES = 64 << 20  # inputs of all timed calls together on a board or this host, at most
+DATA_DEPENDENT_SPREAD = 0.005  # baseline cycles differing more between two inputs: model it per evaluation
 EXIT_FAULT = 87  # the harness's exit code after a fault in a guard page or a read-only input
 
 
@@ -494,15 +494,18 @@ class Evaluator:
             result.feedback = "correct; this target has no cost model, so there is no timing"
             return
         if not model_available():
-            result.feedback = "correct; the cost model (evaluator/costmodel.py) is not installed, so no timing"
+            result.feedback = "correct; the cost model (evaluator/costmodel/) is not installed, so no timing"
             return
         try:
             base = session.base_model
             if base is None:
-                base = self._model(task, run, build, target, session.base_calls, session, trusted=True)[0]
+                base = self._model_baseline(task, run, build, target, session)
                 _atomic_write(self.baseline_dir / f"{session.base_key}.json", json.dumps(base))
+            if base.get("spread", 0.0) > DATA_DEPENDENT_SPREAD:
+                # The baseline's cycles depend on its inputs: model it on this evaluation's inputs too.
+                base = self._model(task, run, build, target, session.timed, session, trusted=True)[0]
             cand, stream = self._model(task, run, build, target, session.timed, session, trusted=False)
-        except RegionMismatch as e:
+        except _region_mismatch() as e:
             raise _Stop(_with(result, status=EvalStatus.INVALID_OUTPUT, feedback=f"invalid output: {e}")) from None
         except EokError as e:
             result.feedback = f"correct; modeled timing failed: {e.message}"
@@ -518,6 +521,16 @@ class Evaluator:
         result.speedup = result.baseline_cycles / result.candidate_cycles if result.candidate_cycles > 0 else None
         result.model = cand["model"]
         result.approximate = bool(cand["approximate"]) or bool(base.get("approximate"))
+
+    def _model_baseline(
+        self, task: KernelTask, run: QemuRunner, build: Build, target: TargetProfile, session: _Session
+    ) -> dict[str, Any]:
+        """The baseline's cycles on fixed inputs (cached), one call per run to see how much they vary."""
+        runs = [self._model(task, run, build, target, [c], session, trusted=True)[0] for c in session.base_calls]
+        cycles = [r["cycles"] for r in runs]
+        mean = sum(cycles) / len(cycles)
+        spread = (max(cycles) - min(cycles)) / mean if mean > 0 else 0.0
+        return {**runs[0], "cycles": mean, "spread": spread}
 
     def _model(
         self,
@@ -615,8 +628,14 @@ class Evaluator:
 @cache
 def _costmodel_fingerprint() -> str:
     """Changes when the cost model's code changes, so cached baseline cycles are never stale."""
-    files = sorted(Path(__file__).resolve().parent.glob("costmodel*.py"))
+    files = sorted((Path(__file__).resolve().parent / "costmodel").glob("*.py"))
     return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
+
+
+def _region_mismatch() -> type[EokError]:
+    from evaluator.costmodel.trace import RegionMismatch  # the cost model loads only where it is used
+
+    return RegionMismatch
 
 
 def _with(result: EvalResult, **changes: Any) -> EvalResult:

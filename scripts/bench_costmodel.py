@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from evaluator.costmodel import model_kernel_breakdown  # noqa: E402
-from evaluator.costmodel_bench import build, qemu_argv, whole_trace_cycles  # noqa: E402
+from evaluator.costmodel.bench import build, qemu_argv, whole_trace_cycles  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "costmodel"
 CLOCK_GHZ = 2.0  # K1 FCBGA parts (reference/riscv-k1-k3.md 1.2)

@@ -94,7 +94,7 @@ def _shared_script(text: str) -> Path:
 
 
 def model_available() -> bool:
-    """True when evaluator/costmodel.py is present (it is written alongside this module)."""
+    """True when evaluator/costmodel/ is present (it is written alongside this module)."""
     try:
         import evaluator.costmodel  # noqa: F401
     except ImportError:

@@ -70,7 +70,7 @@ def test_hand_vectorized_rvv_saxpy_is_correct_and_timed_by_the_model(evaluator: 
     r = run(evaluator, "saxpy", RVV_SAXPY)
     assert r.status == EvalStatus.OK, r.feedback
     assert r.sizes_checked == 6 and r.max_error is not None and r.max_error < 1e-5
-    assert model_available(), "evaluator/costmodel.py is part of the repository"
+    assert model_available(), "evaluator/costmodel/ is part of the repository"
     assert r.measurement == "modeled" and r.model and not r.approximate
     assert (
         r.baseline_cycles and r.candidate_cycles and r.speedup == pytest.approx(r.baseline_cycles / r.candidate_cycles)

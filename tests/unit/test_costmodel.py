@@ -9,9 +9,9 @@ import pytest
 
 from core.errors import EokError, InvalidInput, Unavailable
 from evaluator import costmodel
-from evaluator.costmodel_elf import make_insn
-from evaluator.costmodel_loops import find_loops, loop_mask, previous_distance
-from evaluator.costmodel_mca import (
+from evaluator.costmodel.elf import make_insn
+from evaluator.costmodel.loops import find_loops, loop_mask, previous_distance
+from evaluator.costmodel.mca import (
     STEADY_ITERATIONS,
     CostCache,
     Segment,
@@ -21,7 +21,7 @@ from evaluator.costmodel_mca import (
     require_mca,
     streams,
 )
-from evaluator.costmodel_trace import Vtype, decode_vtype, parse_in_asm, parse_log, qemu_with_logging
+from evaluator.costmodel.trace import Vtype, decode_vtype, parse_in_asm, parse_log, qemu_with_logging
 
 # ---------------------------------------------------------------------------------------------- trace
 

@@ -29,8 +29,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from core.errors import EokError, Unavailable
-from evaluator.costmodel_elf import Insn
-from evaluator.costmodel_trace import Vtype
+from evaluator.costmodel.elf import Insn
+from evaluator.costmodel.trace import Vtype
 
 MCA = "llvm-mca-22"
 MODEL_VERSION = 2  # bump when the costing method changes, so cached costs are not reused
