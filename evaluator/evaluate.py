@@ -190,6 +190,7 @@ class Evaluator:
             if build is not None:
                 with contextlib.suppress(Exception):
                     run.release(build)
+                    run.release(build.trusted_build())
             if not self.keep_workdirs:
                 shutil.rmtree(workdir, ignore_errors=True)
         result.duration_s = time.monotonic() - t0
@@ -408,24 +409,14 @@ class Evaluator:
         session: _Session,
         stream: bytes | None = None,
     ) -> dict[int, verdict.Got]:
-        """The candidate's outputs of `calls` against the reference; stops the cascade on any failure."""
-        where = _where(out.stderr, calls, session.check)
-        fault = next((ln for ln in out.stderr.splitlines() if ln.startswith("eok: fault: ")), None)
-        if fault and out.returncode == EXIT_FAULT:
-            raise _Stop(_with(result, status=EvalStatus.SANDBOX_VIOLATION, feedback=_fault_feedback(fault, calls)))
-        if out.timed_out or out.flooded or out.returncode != 0:
-            raise _Stop(_run_failure(result, out, stage, where))
-        raw = out.stdout_bytes if stream is None else stream
-        try:
-            got = verdict.results_from(task, calls, raw)
-        except verdict.Malformed as e:
-            raise _Stop(_invalid(result, out, str(e))) from None
-        if len(got) != len(calls):
-            reason = f"the process ended after {len(got)} of {len(calls)} calls (exit() in the kernel?)"
-            raise _Stop(_invalid(result, out, reason))
-        if stream is None and looks_forged(out.stdout):
-            raise _Stop(_invalid(result, out, "printed a result record"))
+        """The candidate's outputs of `calls` against the reference; stops the cascade on any failure.
+
+        Calls that finished are compared first (in plan order), then how the process ended is judged.
+        """
+        got, problem = verdict.scan_results(task, calls, out.stdout_bytes if stream is None else stream)
         for i, call in enumerate(calls):
+            if call.id not in got:
+                break
             failure = verdict.compare(task, call, got[call.id], session.expected[call.id], session.stats)
             if failure is None:
                 continue
@@ -440,6 +431,18 @@ class Evaluator:
                     )
                 )
             raise _Stop(_with(result, status=EvalStatus.WRONG, feedback=feedback + _in_stage(stage)))
+        fault = next((ln for ln in out.stderr.splitlines() if ln.startswith("eok: fault: ")), None)
+        if fault and out.returncode == EXIT_FAULT:
+            raise _Stop(_with(result, status=EvalStatus.SANDBOX_VIOLATION, feedback=_fault_feedback(fault, calls)))
+        if out.timed_out or out.flooded or out.returncode != 0:
+            raise _Stop(_run_failure(result, out, stage, _where(out.stderr, calls, session.check)))
+        if problem:
+            raise _Stop(_invalid(result, out, problem))
+        if len(got) != len(calls):
+            reason = f"the process ended after {len(got)} of {len(calls)} calls (exit() in the kernel?)"
+            raise _Stop(_invalid(result, out, reason))
+        if stream is None and looks_forged(out.stdout):
+            raise _Stop(_invalid(result, out, "printed a result record"))
         return got
 
     def _right_alone(

@@ -158,21 +158,33 @@ def generation_plan(calls: list[Call]) -> list[Call]:
 # ------------------------------------------------------------------------------------------ frames
 
 
-def parse_frames(data: bytes, tags: tuple[bytes, ...]) -> list[tuple[bytes, int, int, bytes]]:
+Frame = tuple[bytes, int, int, bytes]
+
+
+def parse_frames(data: bytes, tags: tuple[bytes, ...]) -> list[Frame]:
     """(tag, id, ns, payload) of every frame; anything else in the stream raises Malformed."""
-    frames, pos = [], 0
+    frames, problem = scan_frames(data, tags)
+    if problem:
+        raise Malformed(problem)
+    return frames
+
+
+def scan_frames(data: bytes, tags: tuple[bytes, ...]) -> tuple[list[Frame], str | None]:
+    """The frames up to the first thing that is not one, and what that thing was (None: nothing)."""
+    frames: list[Frame] = []
+    pos = 0
     while pos < len(data):
         if len(data) - pos < FRAME_HEAD.size:
-            raise Malformed(f"{len(data) - pos} stray bytes at the end of the result stream")
+            return frames, f"{len(data) - pos} stray bytes at the end of the result stream"
         tag, call_id, ns, length = FRAME_HEAD.unpack_from(data, pos)
         if tag not in tags:
-            raise Malformed(f"unexpected bytes {_preview(data[pos : pos + 40])} in the result stream")
+            return frames, f"unexpected bytes {_preview(data[pos : pos + 40])} in the result stream"
+        if length > len(data) - pos - FRAME_HEAD.size:
+            return frames, "a result frame is cut short"
         pos += FRAME_HEAD.size
-        if length > len(data) - pos:
-            raise Malformed("a result frame is cut short")
         frames.append((tag, call_id, ns, data[pos : pos + length]))
         pos += length
-    return frames
+    return frames, None
 
 
 def _preview(raw: bytes) -> str:
@@ -254,24 +266,37 @@ def poison_bytes(task: KernelTask, p: Param, poison: int) -> bytes:
 
 def results_from(task: KernelTask, calls: list[Call], stream: bytes) -> dict[int, Got]:
     """The candidate's frames (EOKO), in plan order; a call without its frame is simply absent."""
+    got, problem = scan_results(task, calls, stream)
+    if problem:
+        raise Malformed(problem)
+    return got
+
+
+def scan_results(task: KernelTask, calls: list[Call], stream: bytes) -> tuple[dict[int, Got], str | None]:
+    """The well-formed leading frames of the candidate, and what went wrong after them (None: nothing)."""
     by_id = {c.id: c for c in calls}
     got: dict[int, Got] = {}
     order = [c.id for c in calls]
-    for i, (_, call_id, ns, payload) in enumerate(parse_frames(stream, (b"EOKO",))):
+    frames, problem = scan_frames(stream, (b"EOKO",))
+    for i, (_, call_id, ns, payload) in enumerate(frames):
         if i >= len(order) or call_id != order[i]:
-            raise Malformed(f"a result frame for call {call_id} where call {order[min(i, len(order) - 1)]} belongs")
-        zones, ret = split_outputs(task, by_id[call_id], payload)
+            return got, f"a result frame for call {call_id} where call {order[min(i, len(order) - 1)]} belongs"
+        try:
+            zones, ret = split_outputs(task, by_id[call_id], payload)
+        except Malformed as e:
+            return got, str(e)
         got[call_id] = Got(float(ns), zones, ret)
-    return got
+    return got, problem
 
 
 # --------------------------------------------------------------------------------------- comparison
 
 
 def _values(p: Param, raw: bytes, fp16: bool) -> np.ndarray:
-    if fp16:
-        return np.frombuffer(raw, dtype=np.float16).astype(np.float64)
-    return np.frombuffer(raw, dtype=_DTYPES[p.type.code]).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        if fp16:
+            return np.frombuffer(raw, dtype=np.float16).astype(np.float64)
+        return np.frombuffer(raw, dtype=_DTYPES[p.type.code]).astype(np.float64)
 
 
 def _ret_value(task: KernelTask, raw: bytes) -> float:
