@@ -1,8 +1,10 @@
 """Generate the C harness for a task (templates/harness.c.in plus a task-specific block).
 
 The same source is compiled twice. The trusted build (-DEOK_TRUSTED) links the reference
-(`eok_ref_<fn>`, renamed with -D when compiling reference.c) and the baseline (`eok_base_<fn>`, the
-reference built with the target's baseline flags): it generates inputs and expected outputs. The
+(`eok_ref_<fn>`, renamed with -D when compiling reference.c), the plain baseline (`eok_base_<fn>`, the
+reference built with the target's baseline flags, `clang -O3`) and the competent baseline
+(`eok_comp_<fn>`, built with the flags the task's tolerance allows: `toolchain.competent_cflags`): it
+generates inputs and expected outputs and runs the baselines for timing. The
 candidate build links the candidate (`<fn>`) alone: it only reads inputs and writes raw outputs. No
 candidate code is ever in the process that makes inputs or expected outputs (docs/EVALUATION.md).
 """
@@ -43,6 +45,10 @@ def ref_name(task: KernelTask) -> str:
 
 def base_name(task: KernelTask) -> str:
     return f"eok_base_{task.function_name}"
+
+
+def comp_name(task: KernelTask) -> str:
+    return f"eok_comp_{task.function_name}"
 
 
 def prototype(task: KernelTask, name: str | None = None) -> str:
@@ -123,7 +129,7 @@ def _locals(task: KernelTask) -> list[str]:
 
 
 def _call_fn(task: KernelTask) -> str:
-    """eok_call(which, ...): the reference and the baseline in the trusted build, the candidate otherwise.
+    """eok_call(which, ...): the reference and the baselines in the trusted build, the candidate otherwise.
 
     Timed kernels (baseline, candidate) run between the region markers the cost model looks for.
     """
@@ -145,6 +151,7 @@ def _call_fn(task: KernelTask) -> str:
     body += [
         "#ifdef EOK_TRUSTED",
         f"    if (eok_which == EOK_REF) {{ {call(ref_name(task), False)} }}",
+        f"    else if (eok_which == EOK_COMP) {{ {call(comp_name(task), True)} }}",
         f"    else {{ {call(base_name(task), True)} }}",
         "#else",
         f"    {call(task.function_name, True)}",
@@ -175,6 +182,7 @@ def _task_block(task: KernelTask) -> str:
             "#ifdef EOK_TRUSTED",
             f"{prototype(task, ref_name(task))};",
             f"{prototype(task, base_name(task))};",
+            f"{prototype(task, comp_name(task))};",
             "#else",
             f"{prototype(task)};",
             "#endif",

@@ -45,9 +45,9 @@ def whole_trace_cycles(binary: Path, argv: list[str], decoupled: bool = True) ->
     the whole region with no synchronisation at all, so max(v, s) is a lower bound (perfect overlap).
     """
     binary = binary.resolve()
-    trace, dis = model.trace_kernel(binary, argv, timeout_s=120.0, max_log_bytes=1 << 30)
-    blocks, ids, _ = executed_blocks(trace, dis)
-    executed = [blocks[i] for i in ids.tolist()]
+    trace, dis, _ = model.trace_kernel(binary, argv, timeout_s=120.0, max_log_bytes=1 << 30)
+    blocks = executed_blocks(trace, dis)
+    executed = [blocks.segments[i] for i in blocks.ids.tolist()]
     with tempfile.TemporaryDirectory(prefix="eok-whole-") as tmp:
         work = Path(tmp)
         totals: dict[str, int] = {}

@@ -6,9 +6,9 @@ records, output right only on the listed sizes, stray writes and reads far beyon
 the process early, calling the cost model's region markers. Each must end non-ok with the status that
 names what happened, and honest kernels must stay ok.
 
-The static safety check is switched off here: these tests hold the verdict layer (docs/EVALUATION.md,
-"Threat model") to account on its own, as if a candidate had slipped past the check. REJECTED is
-accepted only where another layer (the object scan of the sandbox) may stop a candidate before it runs.
+The static and object checks are switched off here: these tests hold the verdict layer
+(docs/EVALUATION.md, "Threat model") to account on its own, as if a candidate had slipped past them
+(tests/integration/test_redteam_sandbox.py covers those layers and the sandbox).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def saxpy(body: str, head: str = "") -> str:
     return f"#include <stddef.h>\n#include <stdint.h>\n{head}\n{SAXPY} {{ {body} }}\n"
 
 
-# Candidates whose verdict must be the given status (REJECTED also where the object scan may stop them).
+# Candidates and the statuses that name what they did.
 CHEATS: dict[str, tuple[str, set[EvalStatus]]] = {
     # State across calls: honest on the first call of a process, idle afterwards.
     "static_counter": (
@@ -73,7 +73,7 @@ CHEATS: dict[str, tuple[str, set[EvalStatus]]] = {
             f" if (timed) return; {HONEST_BODY}",
             "#include <fcntl.h>\n#include <string.h>\n#include <unistd.h>",
         ),
-        {EvalStatus.WRONG},
+        {EvalStatus.WRONG, EvalStatus.SANDBOX_VIOLATION},  # the sandbox may kill the /proc read first
     ),
     # Forged records: every output path, with nothing computed.
     "forged_printf_fflush": (
@@ -122,6 +122,7 @@ def evaluator(tmp_path_factory: pytest.TempPathFactory) -> Evaluator:
 def without_static_check(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(evaluate_module.safety, "check_directives", lambda *a, **k: [])
     monkeypatch.setattr(evaluate_module.safety, "check_preprocessed", lambda *a, **k: [])
+    monkeypatch.setattr(evaluate_module.safety, "check_object", lambda *a, **k: [])
 
 
 def evaluate(evaluator: Evaluator, code: str, runner: str = "qemu", task: str = "saxpy") -> EvalResult:
@@ -133,7 +134,7 @@ def evaluate(evaluator: Evaluator, code: str, runner: str = "qemu", task: str = 
 def test_a_cheat_ends_with_the_status_that_names_it(evaluator: Evaluator, case: str) -> None:
     code, statuses = CHEATS[case]
     r = evaluate(evaluator, code)
-    assert r.status in statuses | {EvalStatus.REJECTED}, f"{case}: {r.status}: {r.feedback}"
+    assert r.status in statuses, f"{case}: {r.status}: {r.feedback}"
     assert r.feedback and "\n" not in r.feedback  # one line the generator gets back
 
 
@@ -144,7 +145,7 @@ NATIVE = ["static_counter", "first_call_skips", "forged_write", "stray_write_far
 def test_the_same_cheats_fail_natively(evaluator: Evaluator, case: str) -> None:
     code, statuses = CHEATS[case]
     r = evaluate(evaluator, code, "native")
-    assert r.status in statuses | {EvalStatus.REJECTED}, f"{case}: {r.status}: {r.feedback}"
+    assert r.status in statuses, f"{case}: {r.status}: {r.feedback}"
 
 
 def test_a_kernel_that_probes_for_the_logged_run_is_caught(evaluator: Evaluator) -> None:
