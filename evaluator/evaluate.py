@@ -570,7 +570,8 @@ class Evaluator:
         result.peak_dram_bytes_per_cycle = timing.peak_dram_bytes_per_cycle
         comp = base.get("comp_cycles")
         if comp and result.candidate_cycles > 0:
-            result.competent_cycles = float(comp)
+            comp = min(float(comp), result.baseline_cycles)  # flags that slow the reference down go unused
+            result.competent_cycles = comp
             result.competent_seconds = comp / clock if clock else None
             result.competent_speedup = comp / result.candidate_cycles
 
@@ -667,6 +668,7 @@ class Evaluator:
         if base_ns and cand_ns:
             result.speedup = base_ns / cand_ns
         if comp_ns and cand_ns:
+            comp_ns = min(comp_ns, base_ns or comp_ns)  # flags that slow the reference down go unused
             result.competent_seconds = comp_ns * 1e-9
             result.competent_speedup = comp_ns / cand_ns
 

@@ -55,9 +55,10 @@ class Call:
     offmult: int = 0
     aligned: bool = True
     source: int | None = None  # the call whose generated inputs and expected outputs this one reuses
+    si: int = -1  # index of a listed size other than the bench size (per-size input scales), else -1
 
     def line(self, task: KernelTask, with_seed: bool) -> str:
-        nums = [self.id, self.seed if with_seed else 0, self.poison, self.offmult, int(self.aligned)]
+        nums = [self.id, self.seed if with_seed else 0, self.poison, self.offmult, int(self.aligned), self.si]
         nums += [self.size[n] for n in task.size_params] + [self.counts[p.name] for p in task.buffers]
         return " ".join(map(str, nums))
 
@@ -135,6 +136,7 @@ def check_calls(task: KernelTask, seed: int, first_id: int = 0) -> list[Call]:
                     offmult=offmult,
                     aligned=aligned,
                     source=None if poison == 0 else first_id + len(calls) - 1,
+                    si=-1 if aligned else si,
                 )
             )
     return calls

@@ -98,4 +98,4 @@ def test_seeds_are_per_evaluation_and_calls_differ() -> None:
     a, b = verdict.secret_seed(), verdict.secret_seed()
     assert a != b
     calls = verdict.fresh_calls(task, {"n": 8}, a, 2, first_id=0)
-    assert calls[0].seed != calls[1].seed and "0 0 0 1 8 8 8" in calls[0].line(task, with_seed=False)
+    assert calls[0].seed != calls[1].seed and calls[0].line(task, with_seed=False) == "0 0 0 0 1 -1 8 8 8"
