@@ -72,11 +72,18 @@ class RunState:
     llm_calls: int = 0
     llm_tokens: int = 0
     idle_steps: int = 0  # steps in a row that evaluated nothing (duplicates, exhausted thoughts)
+    # competent / plain speedup: the same for every candidate of the task (plain / competent baseline time)
+    competent_ratio: float | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def best_speedup(self) -> float | None:
         return self.best.speedup if self.best else None
+
+    @property
+    def best_competent_speedup(self) -> float | None:
+        best = self.best_speedup
+        return best * self.competent_ratio if best and self.competent_ratio else None
 
 
 class Optimizer:
@@ -417,6 +424,8 @@ class Optimizer:
             summary=_summary(card, gen, status, speedup, state.task.name),
         )
         with state.lock:
+            if speedup and exp.competent_speedup:
+                state.competent_ratio = exp.competent_speedup / speedup
             improves = bool(speedup and speedup > (state.best_speedup or 0))
             self.recorder.record(exp, success, parent.speedup, improves, gen.llm_calls, gen.llm_tokens)
             if card:
@@ -448,6 +457,7 @@ class Optimizer:
                 direction=d.direction.idea_id,
                 status=status.value,
                 speedup=speedup,
+                competent_speedup=exp.competent_speedup,
                 experience_id=exp.id,
                 message=f"{card.technique.value if card else 'transfer'}: {gen.description}"[:300],
             )
@@ -460,6 +470,7 @@ class Optimizer:
             evaluations=len(state.history),
             budget=state.run.budget,
             best_speedup=state.best_speedup,
+            best_competent_speedup=state.best_competent_speedup,
             **kw,
         )  # type: ignore[arg-type]
 
