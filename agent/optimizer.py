@@ -365,6 +365,23 @@ class Optimizer:
         job = EvalJob(state.task, state.target, state.runner, Candidate(code=gen.code, cflags=gen.cflags))
         return self.executor.submit(job).result()
 
+    def _gate(self, state: RunState, gen: Generated, result: EvalResult | None, parent: Parent) -> EvalResult | None:
+        """Held-out sizes and seeds before a result may count as a success or become the run's best.
+
+        Only results that would count are re-verified (correctness only), so the gate costs little; one
+        that fails gets GENERALIZATION_FAILED, no speedup, and never raises a thought's effectiveness.
+        """
+        if result is None or not result.ok or not result.speedup:
+            return result
+        counts = is_success(True, result.speedup, parent.speedup) or result.speedup > (state.best_speedup or 0)
+        if not counts:
+            return result
+        cand = Candidate(code=gen.code, cflags=gen.cflags, label="gate")
+        gate = self.evaluator.verify_generalization(state.task, state.target, cand, state.runner)
+        if gate.ok:
+            return result
+        return result.model_copy(update={"status": gate.status, "speedup": None, "feedback": gate.feedback})
+
     def _record(
         self,
         state: RunState,
@@ -376,6 +393,7 @@ class Optimizer:
         step: int,
         emit: EventSink,
     ) -> None:
+        result = self._gate(state, gen, result, parent)
         status = ExperienceStatus(result.status.value) if result else ExperienceStatus.GENERATION_ERROR
         speedup = result.speedup if result and result.ok else None
         success = is_success(status == ExperienceStatus.OK, speedup, parent.speedup)
