@@ -52,3 +52,12 @@ CREATE VECTOR INDEX experience_embedding_vector IF NOT EXISTS FOR (n:Experience)
 
 // migration 7: one bookkeeping node per name (concurrent writers MERGE the generation counters)
 CREATE CONSTRAINT index_state_name IF NOT EXISTS FOR (n:IndexState) REQUIRE n.name IS UNIQUE;
+
+// migration 8: EFFECT_ON gets one meaning (docs/CYPHER.md "Measured effect")
+// Until now sum_log_speedup held the log gain over the parent, summed over correct trials. It moves to
+// sum_log_gain, and sum_log_speedup becomes the log speedup over the task's baseline, recomputed exactly from
+// the correct experiences that applied the thought on the target (as is `correct`).
+MATCH (t:Thought)-[e:EFFECT_ON]->(g:Target) WHERE e.sum_log_gain IS NULL
+OPTIONAL MATCH (x:Experience {target_key: g.key, status: 'ok'})-[:APPLIED]->(t) WHERE x.speedup > 0
+WITH e, count(x) AS correct, sum(log(x.speedup)) AS sum_log
+SET e.sum_log_gain = coalesce(e.sum_log_speedup, 0.0), e.sum_log_speedup = toFloat(sum_log), e.correct = correct;

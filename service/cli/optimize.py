@@ -59,6 +59,9 @@ def optimize(
     seed: Annotated[int, typer.Option(help="random seed")] = 0,
     runner: Annotated[str | None, typer.Option(help="qemu | ssh | native (default from settings)")] = None,
     resume: Annotated[str | None, typer.Option(help="resume the run with this id")] = None,
+    show_prompt: Annotated[
+        bool, typer.Option("--show-prompt", help="print the first LLM prompt for this task and exit (runs nothing)")
+    ] = False,
     json_out: bool = JsonOpt,
 ) -> None:
     """Optimize a kernel task for a target; every evaluated candidate is recorded in the graph."""
@@ -69,6 +72,13 @@ def optimize(
         raise InvalidInput("give a TASK (e.g. saxpy) or --resume RUN_ID", "see `eok tasks list`")
     container = Container(get_settings())
     opt = Optimizer(container)
+    if show_prompt:
+        if not task:
+            raise InvalidInput("--show-prompt needs a TASK", "e.g. `eok optimize sdot --show-prompt`")
+        req = RunRequest(task=task, target=target, directions=directions, seed=seed, runner=runner)
+        _print_prompt(opt.first_prompt(req), json_out)
+        container.close()
+        return
     if resume:
         run = opt.get_run(resume)
     else:
@@ -88,6 +98,14 @@ def optimize(
     else:
         _print_outcome(outcome)
     container.close()
+
+
+def _print_prompt(messages: list[dict[str, str]], json_out: bool) -> None:
+    if json_out:
+        print_json({"messages": messages})
+        return
+    for m in messages:  # plain print: the prompt is markdown with code; rich would restyle it
+        print(f"===== {m['role']} =====\n{m['content']}\n")
 
 
 def _execute(opt, run_id: str, budget: int, quiet: bool) -> RunOutcome:
