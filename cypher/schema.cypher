@@ -53,7 +53,11 @@ CREATE VECTOR INDEX experience_embedding_vector IF NOT EXISTS FOR (n:Experience)
 // migration 7: one bookkeeping node per name (concurrent writers MERGE the generation counters)
 CREATE CONSTRAINT index_state_name IF NOT EXISTS FOR (n:IndexState) REQUIRE n.name IS UNIQUE;
 
-// migration 8: EFFECT_ON gets one meaning (docs/CYPHER.md "Measured effect")
+// migration 8: bootstraps (suite-wide first passes) and their runs
+CREATE CONSTRAINT bootstrap_id IF NOT EXISTS FOR (n:Bootstrap) REQUIRE n.id IS UNIQUE;
+CREATE INDEX run_bootstrap IF NOT EXISTS FOR (n:Run) ON (n.bootstrap_id);
+
+// migration 9: EFFECT_ON gets one meaning (docs/CYPHER.md "Measured effect")
 // Until now sum_log_speedup held the log gain over the parent, summed over correct trials. It moves to
 // sum_log_gain, and sum_log_speedup becomes the log speedup over the task's baseline, recomputed exactly from
 // the correct experiences that applied the thought on the target (as is `correct`).

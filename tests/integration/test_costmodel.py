@@ -15,7 +15,7 @@ import pytest
 
 from core.errors import EokError, InvalidInput, Unavailable
 from evaluator.costmodel import ModeledTiming, model_kernel_breakdown, model_kernel_cycles
-from evaluator.costmodel_bench import build, qemu_argv, whole_trace_cycles
+from evaluator.costmodel.bench import build, qemu_argv, whole_trace_cycles
 
 pytestmark = pytest.mark.qemu
 

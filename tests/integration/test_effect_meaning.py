@@ -85,7 +85,7 @@ def test_store_queries_api_and_retrieval_agree_after_a_real_run(container) -> No
 
 
 def test_migration_moves_old_gain_sums_and_recomputes_speedup(container) -> None:
-    """Data written before migration 8 (sum_log_speedup held the gain) is converted exactly."""
+    """Data written before migration 9 (sum_log_speedup held the gain) is converted exactly."""
     from knowledge.migrations import load_migrations
 
     opt = Optimizer(container)
@@ -97,7 +97,7 @@ def test_migration_moves_old_gain_sums_and_recomputes_speedup(container) -> None
         "MATCH (:Thought)-[e:EFFECT_ON]->(:Target) SET e.sum_log_speedup = e.sum_log_gain, e.correct = null "
         "REMOVE e.sum_log_gain"
     )
-    step = next(m for m in load_migrations() if m.version == 8)
+    step = next(m for m in load_migrations() if m.version == 9)
     for stmt in step.statements:
         container.store.write(stmt)
     rows = container.store.read(

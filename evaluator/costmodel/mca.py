@@ -29,11 +29,11 @@ from functools import lru_cache
 from pathlib import Path
 
 from core.errors import EokError, Unavailable
-from evaluator.costmodel_elf import Insn
-from evaluator.costmodel_trace import Vtype
+from evaluator.costmodel.elf import Insn
+from evaluator.costmodel.trace import Vtype
 
 MCA = "llvm-mca-22"
-MODEL_VERSION = 2  # bump when the costing method changes, so cached costs are not reused
+MODEL_VERSION = 3  # bump when the costing method changes, so cached costs are not reused
 STEADY_ITERATIONS = 8  # (T(body x2) - T(body)) / N is exact from N=2 on for X60 loops: docs/COSTMODEL.md
 UNSUPPORTED_COST = 1.0  # cycles charged per instruction llvm-mca cannot model
 # llvm-mca gives linking jumps (calls) 100 cycles of latency by default; the callee's own instructions are
@@ -49,7 +49,8 @@ class Segment:
     """One TB's instructions and the vtype they run under (None: no vector instruction, or vill)."""
 
     insns: tuple[Insn, ...]
-    vtype: Vtype | None
+    vtype: Vtype | None  # the vtype it is priced at (a shorter-vl TB: the smallest LMUL holding its vl)
+    vl_lmul: str | None = None  # the LMUL it ran under, when priced below it for a short vl
 
     @property
     def has_vector(self) -> bool:
@@ -187,11 +188,11 @@ class CostCache:
         self.db.close()
 
 
-def unit_key(unit: Unit, mcpu: str, decoupled: bool, scalar_scale: float) -> str:
+def unit_key(unit: Unit, mcpu: str, decoupled: bool, scales: tuple[float, float]) -> str:
     def seg(s: Segment) -> list[object]:
         return [[i.text for i in s.insns], s.vtype.asm if s.vtype else None]
 
-    payload = [MODEL_VERSION, mcpu, llvm_version(), unit.kind, decoupled, scalar_scale]
+    payload = [MODEL_VERSION, mcpu, llvm_version(), unit.kind, decoupled, list(scales)]
     payload += [[seg(s) for s in unit.body], [seg(s) for s in unit.context]]
     return hashlib.sha256(json.dumps(payload).encode()).hexdigest()
 
@@ -205,24 +206,27 @@ def cost_units(
     cache: CostCache | None,
     decoupled: bool = True,
     scalar_scale: float = 1.0,
+    vector_scale: float = 1.0,
 ) -> tuple[list[UnitCost], int]:
     """Cost every unit (cached ones are not re-simulated). Returns (costs in order, units simulated).
 
-    `scalar_scale` multiplies the scalar stream of split units (a stand-in for a faster scalar core).
+    `scalar_scale` / `vector_scale` multiply the scalar / vector stream of split units (a target's core
+    against the X60 whose model prices them; docs/COSTMODEL.md "Targets").
     """
     require_mca()
-    keys = [unit_key(u, mcpu, decoupled, scalar_scale) for u in units]
+    scales = (scalar_scale, vector_scale)
+    keys = [unit_key(u, mcpu, decoupled, scales) for u in units]
     known = cache.get_many(set(keys)) if cache else {}
     todo = {k: u for k, u in zip(keys, units, strict=True) if k not in known}
     if todo:
-        fresh = _simulate(todo, mcpu, decoupled, scalar_scale)
+        fresh = _simulate(todo, mcpu, decoupled, scales)
         if cache:
             cache.put_many(fresh)
         known.update(fresh)
     return [known[k] for k in keys], len(todo)
 
 
-def _simulate(todo: dict[str, Unit], mcpu: str, decoupled: bool, scalar_scale: float) -> dict[str, UnitCost]:
+def _simulate(todo: dict[str, Unit], mcpu: str, decoupled: bool, scales: tuple[float, float]) -> dict[str, UnitCost]:
     steady, single = McaBatch(STEADY_ITERATIONS), McaBatch(1)
     plans: dict[str, tuple[Unit, list[str], list[str]]] = {}
     for n, (key, unit) in enumerate(todo.items()):
@@ -246,7 +250,7 @@ def _simulate(todo: dict[str, Unit], mcpu: str, decoupled: bool, scalar_scale: f
     cycles, bad = {**cyc_a, **cyc_b}, bad_a | bad_b
 
     def scaled(name: str, stream: str) -> float:
-        return cycles.get(name, 0) * (scalar_scale if stream == "s" else 1.0)
+        return cycles.get(name, 0) * {"s": scales[0], "v": scales[1]}.get(stream, 1.0)
 
     out: dict[str, UnitCost] = {}
     for n, (key, (unit, first, second)) in enumerate(plans.items()):
