@@ -44,7 +44,7 @@ CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 EXIT_GRACE_S = 0.5  # how long pipes may stay open after the program itself exited
-SANDBOX_UID_BASE = 1_900_000_000  # far above any real account; one random uid per run
+SANDBOX_UID_BASE = 1_900_000_000  # far above any real account; one random uid per run (EOK_SANDBOX_UID_BASE)
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
@@ -90,6 +90,7 @@ class RunOutput:
     seccomp: bool = False
     files_hidden: bool = False
     extra: dict[str, str] = field(default_factory=dict)
+    stdout_bytes: bytes = b""  # stdout as written (the harness writes binary result frames there)
 
     @property
     def signal(self) -> int | None:
@@ -112,6 +113,11 @@ class RunOutput:
         if self.signal in (signal.SIGXCPU, signal.SIGKILL) or "CPU time limit" in self.stderr:
             return "cpu"  # RLIMIT_CPU: SIGXCPU at the soft limit, SIGKILL at the hard one
         return None
+
+
+def uid_base() -> int:
+    """Fresh uids are drawn from [base, base + 2**20): EOK_SANDBOX_UID_BASE keeps installations apart."""
+    return int(os.environ.get("EOK_SANDBOX_UID_BASE", SANDBOX_UID_BASE))
 
 
 def is_root() -> bool:
@@ -150,7 +156,7 @@ def run(
     one folder it may write; read what it wrote with `take()` once this returns. `readable` folders stay
     visible (read-only by permissions) where the mount namespace hides everything else.
     """
-    uid = SANDBOX_UID_BASE + secrets.randbelow(1 << 20) if limits.isolate and is_root() else None
+    uid = uid_base() + secrets.randbelow(1 << 20) if limits.isolate and is_root() else None
     netmode = network_isolation() if limits.isolate else "none"
     if uid is not None:
         os.chmod(cwd, 0o755)  # readable, not writable, by the sandbox uid
@@ -187,6 +193,7 @@ def run(
         uid=uid,
         seccomp=filt is not None,
         files_hidden=hide,
+        stdout_bytes=out,
     )
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from core.errors import InvalidInput
@@ -31,20 +32,24 @@ def _task_summary(task: Any) -> dict[str, Any]:
 
 @tasks_app.command("list")
 def list_cmd(json_out: bool = JsonOpt) -> None:
-    """Every task: name, category, operator, dtype and bench size."""
-    from evaluator.tasks import list_tasks
+    """Every task: name, category, operator, dtype and bench size; broken task directories with why."""
+    from evaluator.tasks import scan_tasks
 
-    tasks = list_tasks(get_settings())
+    tasks, broken = scan_tasks(get_settings())
     if json_out:
-        print_json([_task_summary(t) for t in tasks])
+        print_json(
+            [_task_summary(t) for t in tasks] + [{"directory": str(d), "broken": reason} for d, reason in broken]
+        )
         return
-    table = Table(title=f"{len(tasks)} kernel tasks")
+    table = Table(title=f"{len(tasks)} kernel tasks" + (f", {len(broken)} broken" if broken else ""))
     for col in ("name", "category", "operator", "dtype", "bench size"):
         table.add_column(col)
     for t in tasks:
         bench = ", ".join(f"{k}={v}" for k, v in t.bench_size.items())
-        table.add_row(t.name, t.category.value, t.operator.value, t.dtype, bench)
+        table.add_row(escape(t.name), t.category.value, t.operator.value, t.dtype, bench)
     console.print(table)
+    for directory, reason in broken:  # one bad task directory does not hide the others
+        err_console.print(f"broken task {directory}: {reason}", highlight=False, markup=False)
 
 
 @tasks_app.command("show")
@@ -69,15 +74,15 @@ def show(
             }
         )
         return
-    console.print(f"[bold]{task.name}[/]  ({task.category.value} / {task.operator.value}, {task.dtype})")
-    console.print(task.description, highlight=False)
-    console.print(f"signature: {task.signature}", highlight=False)
+    console.print(f"[bold]{escape(task.name)}[/]  ({task.category.value} / {task.operator.value}, {task.dtype})")
+    console.print(task.description, highlight=False, markup=False)  # `[lo, hi]`, `x[i]` are text, not markup
+    console.print(f"signature: {task.signature}", highlight=False, markup=False)
     tol = task.tolerance
     console.print(f"tolerance: rtol {tol.rtol:g}, atol {tol.atol:g}, norm {tol.norm_bound:g}", highlight=False)
     for i, size in enumerate(task.sizes):
         mark = "  <- bench" if i == task.bench_index else ""
         console.print("  size " + ", ".join(f"{k}={v}" for k, v in size.items()) + mark, highlight=False)
-    console.print(f"directory: {task.directory}", highlight=False)
+    console.print(f"directory: {task.directory}", highlight=False, markup=False)
     console.rule("reference.c")
     console.print(task.reference_code, highlight=False, markup=False)
 

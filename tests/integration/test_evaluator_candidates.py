@@ -123,16 +123,19 @@ WRONG = {
         SAXPY + " { y[-1] = 0.0f; for (int i = 0; i < n; i++) y[i] += a * x[i]; }",
         "before the start",
     ),
-    "modifies_its_input": (
-        SAXPY + " { float *w = (float *)x; for (int i = 0; i < n; i++) { y[i] += a * x[i]; w[i] = 0; } }",
-        "modified the input x",
-    ),
     "wrong_only_for_unaligned_buffers": (
         "#include <stdint.h>\n" + SAXPY
         + " { float s = ((uintptr_t)y % 16) ? 2.0f : 1.0f; for (int i = 0; i < n; i++) y[i] = s * (a * x[i]) + y[i]; }",
         "n=7",
     ),
 }  # fmt: skip
+
+
+def test_writing_an_input_faults_on_its_read_only_pages(evaluator: Evaluator) -> None:
+    code = SAXPY + " { float *w = (float *)x; for (int i = 0; i < n; i++) { y[i] += a * x[i]; w[i] = 0; } }"
+    r = run(evaluator, "saxpy", code, timing=False)
+    assert r.status == EvalStatus.SANDBOX_VIOLATION, r.feedback
+    assert "read-only input x" in r.feedback and "size n=1" in r.feedback
 
 
 @pytest.mark.parametrize("case", sorted(WRONG))
@@ -182,6 +185,9 @@ def test_a_tiny_all_zero_output_fails_on_the_normalized_error(evaluator: Evaluat
     # zero: only the normalized error can tell that a kernel writing zeros there is wrong.
     task = load_task("softmax")
     spec = (task.directory / "task.toml").read_text().replace("atol = 1e-7", "atol = 1e-2")
+    # ordinary inputs and the default norm bound (the suite's softmax reaches +-100: near one-hot rows)
+    spec = spec.replace(", norm = 3.2e-4", "").replace("scales = [1.0, 10.0, 1.0, 10.0, 10.0]", "scales = [1.0]")
+    assert "norm =" not in spec and "scales = [1.0]\n" in spec
     d = tmp_path / "softmax"
     d.mkdir()
     (d / "task.toml").write_text(spec)
@@ -276,7 +282,7 @@ def test_a_1gb_allocation_hits_the_memory_limit(evaluator: Evaluator) -> None:
         )
     )
     r = run(evaluator, "saxpy", code)
-    assert r.status == EvalStatus.CRASHED and r.limit_hit == "memory", r.feedback
+    assert r.status == EvalStatus.MEMORY and r.limit_hit == "memory", r.feedback
     assert "malloc(1073741824 bytes) failed" in r.feedback
 
 
@@ -308,3 +314,28 @@ def test_a_kernel_cannot_skip_work_when_its_output_already_holds_a_result(evalua
     r = evaluator.evaluate(task, load_target("host"), Candidate(code=cheat), "native")
     assert r.status == EvalStatus.OK and r.measurement == "native", r.feedback
     assert r.speedup is not None and 0.5 < r.speedup < 2.0, r.feedback
+
+
+# ------------------------------------------------------------------ contracts with expert semantics
+
+
+def test_a_float_sum_of_squares_fails_snrm2_on_inputs_whose_squares_overflow(evaluator: Evaluator) -> None:
+    naive = "#include <math.h>\nfloat snrm2(int n, const float *x) { float s = 0.0f;\n"
+    naive += "for (int i = 0; i < n; i++) s += x[i] * x[i]; return sqrtf(s); }\n"
+    r = run(evaluator, "snrm2", naive, timing=False)
+    assert r.status == EvalStatus.WRONG and "returned inf" in r.feedback, r.feedback
+
+
+def test_round_half_to_even_fails_quantize_row_q8_0_on_exact_ties(evaluator: Evaluator) -> None:
+    reference = load_task("quantize_row_q8_0").reference_code
+    assert reference.count("roundf(") == 1
+    r = run(evaluator, "quantize_row_q8_0", reference.replace("roundf(", "rintf("), timing=False)
+    assert r.status == EvalStatus.WRONG, r.feedback
+
+
+def test_softmax_without_the_max_subtracted_fails_on_large_inputs(evaluator: Evaluator) -> None:
+    reference = load_task("softmax").reference_code
+    no_max = reference.replace("float mx = in[0];", "float mx = 0.0f;").replace("mx = in[i] > mx ? in[i] : mx;", "")
+    assert "float mx = 0.0f;" in no_max and "? in[i] : mx" not in no_max  # exp(x) itself is computed
+    r = run(evaluator, "softmax", no_max, timing=False)
+    assert r.status == EvalStatus.WRONG and "nan" in r.feedback, r.feedback
