@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 
 from agent.context import AgentContext, Direction, PriorExperience, ThoughtCard, gather
 from agent.generation import Generated, GenerationRequest, Generator, OfflineCandidateGenerator, Parent
+from agent.lease import RunLease
 from agent.offline import OfflineGenerator, Variant
+from agent.parts import AgentParts
 from agent.posterior import is_success, thompson_pick
 from agent.recorder import Recorder
 from agent.report import lineage, write_artifacts
@@ -32,7 +34,6 @@ from evaluator.targets import TargetProfile, load_target
 from evaluator.tasks import KernelTask, load_task
 from knowledge.models import Experience, ExperienceStatus, Run, RunStatus, Target, Task, utcnow
 from knowledge.starter import starter_knowledge
-from service.bootstrap import Container
 
 log = logging.getLogger(__name__)
 EventSink = Callable[[ProgressEvent], None]
@@ -81,7 +82,7 @@ class RunState:
 class Optimizer:
     def __init__(
         self,
-        container: Container,
+        container: AgentParts,
         generator: Generator | None = None,
         evaluator: Evaluator | None = None,
     ) -> None:
@@ -130,16 +131,23 @@ class Optimizer:
         emit = on_event or (lambda e: None)
         cancel = cancel or threading.Event()
         t0 = time.monotonic()
-        try:
-            state = self._prepare(run)
-            emit(self._event(state, "started", message=f"{len(state.directions)} directions"))
-            self._loop(state, emit, cancel)
-        except Exception as e:
-            self.recorder.update_run(run_id, status=RunStatus.FAILED.value, error=str(e)[:2000], finished_at=utcnow())
-            emit(ProgressEvent(run_id=run_id, kind="failed", message=str(e)[:500]))
-            raise
-        status = RunStatus.CANCELLED if cancel.is_set() else RunStatus.DONE
-        self.recorder.update_run(run_id, status=status.value, finished_at=utcnow())
+        with RunLease(self.c.store, run_id).held(cancel) as lease:  # LeaseHeld: another process has it
+            run = self.get_run(run_id)  # as of taking the lease: another owner may just have finished it
+            if RunStatus(run.status) in FINISHED:
+                return self.outcome(run_id)
+            try:
+                state = self._prepare(run)
+                emit(self._event(state, "started", message=f"{len(state.directions)} directions"))
+                self._loop(state, emit, cancel)
+            except Exception as e:
+                self.recorder.update_run(
+                    run_id, status=RunStatus.FAILED.value, error=str(e)[:2000], finished_at=utcnow()
+                )
+                emit(ProgressEvent(run_id=run_id, kind="failed", message=str(e)[:500]))
+                raise
+            status = RunStatus.CANCELLED if cancel.is_set() else RunStatus.DONE
+            if not lease.lost:  # a lost lease: the run is another process's now, its status theirs to set
+                self.recorder.update_run(run_id, status=status.value, error=None, finished_at=utcnow())
         outcome = self.outcome(run_id, seconds=time.monotonic() - t0)
         emit(
             self._event(

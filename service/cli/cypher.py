@@ -32,7 +32,8 @@ def cypher_command(
     from knowledge.store import GraphStore
 
     with GraphStore.connect(settings) as store:
-        result = ReadOnlyCypher(store, settings.cypher_timeout_s, settings.cypher_row_cap).run(query.text, params)
+        guard = ReadOnlyCypher(store, settings.cypher_timeout_s, settings.cypher_row_cap, settings.cypher_byte_cap)
+        result = guard.run(query.text, params)
     if json_out:
         print_json({"query": name, "params": params, **result.as_dict()})
         return
