@@ -305,6 +305,7 @@ DEFAULT_BYTE_CAP = 4 * 1024 * 1024
 # The service never waits longer than timeout + this for Neo4j: Neo4j stops a query only between rows,
 # so one huge expression could otherwise hold the request (and its connection) for minutes.
 _ABANDON_AFTER_S = 0.5
+_EXPLAIN_TIMEOUT_S = 10.0
 
 
 @dataclass
@@ -359,7 +360,7 @@ class ReadOnlyCypher:
         try:
             with self._translated():
                 self._check_plan(query, params)
-                columns, rows, truncated, size = self._execute(query, params, began, tag, abandoned)
+                columns, rows, truncated, size = self._execute(query, params, tag, abandoned)
             return QueryResult(
                 columns, rows, truncated, (time.monotonic() - began) * 1000, self.row_cap, self.byte_cap, size
             )
@@ -387,7 +388,10 @@ class ReadOnlyCypher:
 
     def _check_plan(self, query: str, params: dict[str, Any]) -> None:
         """EXPLAIN in a read transaction (nothing runs) and refuse any operator that is not a read."""
-        with self.store.session(read_only=True) as session, session.begin_transaction(timeout=self.timeout_s) as tx:
+        # Planning only, bounded by the 20k-character query limit; its own, longer timeout because a cold
+        # JVM on a loaded machine can take seconds to plan a large query (the plan is then cached).
+        explain_timeout = max(self.timeout_s, _EXPLAIN_TIMEOUT_S)
+        with self.store.session(read_only=True) as session, session.begin_transaction(timeout=explain_timeout) as tx:
             summary = tx.run("EXPLAIN " + query, params).consume()
         if summary.plan is None:
             raise WriteRefused("Neo4j gave no plan for the query, so it cannot be shown to be a read; nothing ran")
@@ -400,14 +404,13 @@ class ReadOnlyCypher:
             )
 
     def _execute(
-        self, query: str, params: dict[str, Any], began: float, tag: str, abandoned: threading.Event
+        self, query: str, params: dict[str, Any], tag: str, abandoned: threading.Event
     ) -> tuple[list[str], list[dict[str, Any]], bool, int]:
         rows: list[dict[str, Any]] = []
         size = 0
         with self.store.session(read_only=True) as session:
             tx = session.begin_transaction(timeout=self.timeout_s, metadata={"eok_query": tag})
-            wait = max(0.05, began + self.timeout_s + _ABANDON_AFTER_S - time.monotonic())
-            watchdog = threading.Timer(wait, _abandon, (tx, abandoned))
+            watchdog = threading.Timer(self.timeout_s + _ABANDON_AFTER_S, _abandon, (tx, abandoned))
             watchdog.start()
             try:
                 result = tx.run(query, params)

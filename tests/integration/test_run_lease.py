@@ -32,7 +32,7 @@ HOLDER = textwrap.dedent(
     sys.stdin.readline()  # both processes start together
     try:
         with RunLease(store, run_id, owner=f"proc-{os.getpid()}", ttl_s=ttl_s).held(threading.Event()):
-            store.write("MATCH (r:Run {id: $id}) SET r.executions = coalesce(r.executions, 0) + 1", id=run_id)
+            store.write("MERGE (p:LeaseProbe {run: $id}) SET p.executions = coalesce(p.executions, 0) + 1", id=run_id)
             print("executing", flush=True)
             time.sleep(hold_s)
         print("done", flush=True)
@@ -75,7 +75,7 @@ def test_two_processes_on_one_run_exactly_one_executes(neo4j_settings: Settings,
     go(a, b)
     outs = [p.communicate(timeout=120)[0] for p in (a, b)]
     assert sorted(o.split()[0] for o in outs) == ["executing", "refused"], outs
-    assert store.read("MATCH (r:Run {id: $id}) RETURN r.executions AS n", id=run_id)[0]["n"] == 1
+    assert store.read("MATCH (p:LeaseProbe {run: $id}) RETURN p.executions AS n", id=run_id)[0]["n"] == 1
     # The winner released its lease on the way out: the run is free again.
     assert RunLease(store, run_id, owner="next").take()
 
