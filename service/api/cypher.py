@@ -26,6 +26,7 @@ import re
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -306,6 +307,7 @@ DEFAULT_BYTE_CAP = 4 * 1024 * 1024
 # so one huge expression could otherwise hold the request (and its connection) for minutes.
 _ABANDON_AFTER_S = 0.5
 _EXPLAIN_TIMEOUT_S = 10.0
+_VERDICT_CACHE_CHARS = 2 * 2**20  # plan verdicts kept for this many characters of query text
 
 
 @dataclass
@@ -343,6 +345,9 @@ class ReadOnlyCypher:
         self.row_cap = row_cap
         self.byte_cap = byte_cap
         self._slots = threading.BoundedSemaphore(parallel)  # bounds abandoned-but-still-running queries
+        self._verdicts: OrderedDict[str, str] = OrderedDict()  # query text -> "" (a read) or why not
+        self._verdict_chars = 0
+        self._verdict_lock = threading.Lock()
 
     def run(self, query: str, params: Mapping[str, Any] | None = None) -> QueryResult:
         query = query.strip()
@@ -387,21 +392,40 @@ class ReadOnlyCypher:
             self._slots.release()
 
     def _check_plan(self, query: str, params: dict[str, Any]) -> None:
-        """EXPLAIN in a read transaction (nothing runs) and refuse any operator that is not a read."""
-        # Planning only, bounded by the 20k-character query limit; its own, longer timeout because a cold
-        # JVM on a loaded machine can take seconds to plan a large query (the plan is then cached).
-        explain_timeout = max(self.timeout_s, _EXPLAIN_TIMEOUT_S)
-        with self.store.session(read_only=True) as session, session.begin_transaction(timeout=explain_timeout) as tx:
-            summary = tx.run("EXPLAIN " + query, params).consume()
-        if summary.plan is None:
-            raise WriteRefused("Neo4j gave no plan for the query, so it cannot be shown to be a read; nothing ran")
-        problem = plan_problem(summary.plan)
-        if problem:
+        """EXPLAIN (nothing runs) and refuse any operator that is not a read; verdicts are kept per text."""
+        with self._verdict_lock:
+            known = self._verdicts.get(query)
+            if known is not None:
+                self._verdicts.move_to_end(query)
+        if known is None:
+            known = self._plan_verdict(query, params)
+            self._keep_verdict(query, known)
+        if known:
             raise WriteRefused(
-                f"the query {problem}; analysts' Cypher is read-only within the graph and nothing was run",
+                f"the query {known}; analysts' Cypher is read-only within the graph and nothing was run",
                 "query the graph with MATCH/RETURN and the db.* read procedures "
                 f"({', '.join(sorted(READ_PROCEDURES))})",
             )
+
+    def _plan_verdict(self, query: str, params: dict[str, Any]) -> str:
+        """'' for a read, else why not. Planning only, bounded by the 20k-character query limit; its own,
+        longer timeout because a cold JVM on a loaded machine can take seconds to plan a large query."""
+        explain = neo4j.Query("EXPLAIN " + query, timeout=max(self.timeout_s, _EXPLAIN_TIMEOUT_S))
+        with self.store.session(read_only=True) as session:
+            summary = session.run(explain, params).consume()
+        if summary.plan is None:
+            return "has no plan Neo4j would show, so it cannot be shown to be a read"
+        return plan_problem(summary.plan) or ""
+
+    def _keep_verdict(self, query: str, verdict: str) -> None:
+        """The same text always plans to the same kinds of operators (values change nothing a procedure
+        name or a clause could depend on), so a verdict is reused; bounded by the texts' total size."""
+        with self._verdict_lock:
+            self._verdicts[query] = verdict
+            self._verdict_chars += len(query)
+            while self._verdict_chars > _VERDICT_CACHE_CHARS:
+                old, _ = self._verdicts.popitem(last=False)
+                self._verdict_chars -= len(old)
 
     def _execute(
         self, query: str, params: dict[str, Any], tag: str, abandoned: threading.Event

@@ -358,7 +358,9 @@ def test_sigterm_stops_runs_tells_watchers_and_exits_cleanly(graph: Container, t
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 0, out[-2000:]
+    # uvicorn re-raises the signal once its shutdown is complete: exiting "by SIGTERM" is the clean end.
+    assert proc.returncode in (0, -signal.SIGTERM), out[-2000:]
+    assert "Application shutdown complete" in out
     assert "Traceback" not in out, out[-3000:]
     stored = graph.store.get_node(Run, run_id)
     assert stored is not None and stored.status == RunStatus.INTERRUPTED and 1 <= stored.evaluations < 60
