@@ -454,9 +454,9 @@ async function showOutcome(id) {
   const r = await guarded(() => api(`/runs/${encodeURIComponent(id)}`));
   if (!r || !state.run || state.run.id !== id) return;
   $("run-outcome").classList.remove("hidden");
-  $("run-outcome-best").replaceChildren(r.best
+  $("run-outcome-best").replaceChildren(...(r.best
     ? [el("code", {}, r.best.experience_id), ` · ${speed(r.best.speedup)} · ${r.best.summary || ""}`]
-    : "no correct candidate was found");
+    : ["no correct candidate was found"]));
   const lastCode = r.best ? await api(`/experiences/${encodeURIComponent(r.best.experience_id)}`).catch(() => null) : null;
   $("run-outcome-code").textContent = lastCode && lastCode.code ? lastCode.code : "";
   $("run-outcome-code").classList.toggle("hidden", !(lastCode && lastCode.code));

@@ -233,7 +233,8 @@ def test_cypher_console_table_graph_and_saved_query_form(page_server: str, brows
     browser.find_element(By.ID, "view-table").click()
     wait.until(lambda d: "t-lmul-gemv" in d.find_element(By.ID, "cypher-table").text)
     browser.save_screenshot(str(tmp_path / "saved-query.png"))
-    assert page_errors(browser) == []
+    # Chromium logs the refused write's HTTP status; nothing else may go wrong on the page.
+    assert [e for e in page_errors(browser) if "/cypher" not in e or "403" not in e] == []
 
 
 def test_a_finished_run_shows_its_best_kernel_and_lineage_with_commit_links(

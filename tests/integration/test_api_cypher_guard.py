@@ -18,15 +18,9 @@ from core.settings import Settings
 from knowledge import local_neo4j
 from knowledge.store import GraphStore
 from service.bootstrap import Container
-from tests.integration.conftest import ANALYST, api_settings_for
+from tests.integration.conftest import ANALYST
 
 SECRET = "eok-secret-body-7f3a9c"  # what the local web server answers: must never appear in an answer
-
-
-@pytest.fixture(scope="module")
-def api_settings(neo4j_settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    # 5 s: a loaded 2-core CI machine must not time out the legitimate reads below.
-    return api_settings_for(neo4j_settings, tmp_path_factory.mktemp("api-home"), cypher_timeout_s=5.0)
 
 
 @pytest.fixture(scope="module")
