@@ -1,7 +1,8 @@
 # EoK service image: the API and web page (`eok serve`), with the toolchain to evaluate kernels for the
-# emulated K1 (clang-22/lld-22/llvm-22 from Debian 12's security suite, qemu-user 7.2, the riscv64 libc).
-# Neo4j runs in its own container (docker-compose.yml).
-FROM python:3.11-slim
+# emulated K1 (clang-22/lld-22/llvm-22 from Debian 12's security suite, qemu-user 7.2, the riscv64 libc and
+# libgcc), the same packages scripts/setup.sh installs for the main job. Neo4j runs in its own container
+# (docker-compose.yml). Pinned to bookworm: clang-22 comes from Debian 12's security suite.
+FROM python:3.11-slim-bookworm
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -13,7 +14,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
-        clang-22 lld-22 llvm-22 qemu-user libc6-dev-riscv64-cross git ca-certificates \
+        clang-22 lld-22 llvm-22 qemu-user libc6-dev-riscv64-cross libgcc-12-dev-riscv64-cross \
+        git ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app
@@ -21,6 +23,7 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
         > /tmp/requirements.txt \
+    && pip install --no-cache-dir torch --index-url https://download.pytorch.org/whl/cpu \
     && pip install --no-cache-dir -r /tmp/requirements.txt
 COPY core ./core
 COPY knowledge ./knowledge

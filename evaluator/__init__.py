@@ -14,5 +14,5 @@ Public API (see docs/TASKS.md for the task format):
 Modules: tasks (spec loading/validation), targets (targets/*.toml), harness (C harness generator,
 templates/harness.c.in), toolchain (clang-22 builds, cflag allow-list, diagnostics), safety (static
 check of candidates), sandbox (limits, uid, netns), runners/ (qemu, native, ssh), evaluate (the
-cascade), costmodel* (modeled X60 cycles).
+cascade), costmodel/ (modeled X60 cycles).
 """

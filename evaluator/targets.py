@@ -14,6 +14,25 @@ from core.errors import InvalidInput, NotFound
 TARGETS_DIR = Path(__file__).resolve().parent / "targets"
 
 
+class CostData(BaseModel):
+    """What the cost model needs beyond the profile: memory levels and the core's scaling against the X60.
+
+    Every figure carries its source or the word "assumed" in the TOML comments; docs/COSTMODEL.md explains
+    how each is used.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    mca_cpu: str = "spacemit-x60"  # the llvm-mca-22 scheduling model the core is priced with
+    approximate: bool = False  # True: not this core's own model
+    l1d_ways: int  # associativity of the simulated L1D (LRU)
+    l2_ways: int
+    l2_bytes_per_cycle: float  # L2 -> L1 fill (and write-back) bandwidth of one core
+    dram_gbps: float  # DRAM bandwidth one core sustains, GB/s
+    peak_flops_per_cycle: float  # f32, one core: the roofline's compute ceiling
+    scalar_scale: float = 1.0  # multiplies X60 scalar-stream cycles
+    vector_scale: float = 1.0  # multiplies X60 vector-stream cycles
+
+
 class TargetProfile(BaseModel):
     """One core type: how to compile for it, how to emulate it, and the numbers a report quotes."""
 
@@ -40,6 +59,7 @@ class TargetProfile(BaseModel):
     qemu_cpu: str
     cost_model: str  # "" = none; else the mcpu key evaluator.costmodel prices (spacemit-x60, ...)
     modeled_exact: bool  # the cost model is this core's own model (not a proxy)
+    costmodel: CostData | None = None  # required when cost_model is set
     extra_headers: list[str] = []  # headers a candidate may include on this target beyond the default list
     sources: list[str] = []
 

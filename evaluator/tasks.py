@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import logging
+import math
 import re
 import tomllib
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from core.errors import InvalidInput, NotFound
+from core.errors import EokError, InvalidInput, NotFound
 from core.settings import Settings, get_settings
 from knowledge.taxonomy import Operator
+
+log = logging.getLogger(__name__)
 
 SUITE_DIR = Path(__file__).resolve().parent / "suite"
 TASK_FILE = "task.toml"
@@ -68,13 +72,14 @@ C_TYPES: dict[str, CType] = {
 }
 RETURN_TYPES = {"void", "float", "double", "int", "int32_t", "int64_t", "uint32_t", "uint64_t", "size_t"}
 
-Gen = Literal["uniform", "normal", "positive", "int", "sorted", "fp16", "q8_0", "q4_0", "boxes", "zeros"]
-# Bytes per block of the ggml block formats (fp16 scale + 32 int8 / 16 bytes of nibbles).
-BLOCK_BYTES = {"q8_0": 34, "q4_0": 18}
+Gen = Literal["uniform", "normal", "positive", "int", "sorted", "fp16", "q8_0", "q4_0", "boxes", "zeros", "ties"]
+# Bytes per block of the ggml block formats (fp16 scale + 32 int8 / 16 bytes of nibbles); elements per
+# block of the `ties` generator (floats that hit exact rounding ties when quantized to q8_0).
+BLOCK_BYTES = {"q8_0": 34, "q4_0": 18, "ties": 32}
 
 
 class Tolerance(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     rtol: float = Field(default=1e-5, ge=0)
     atol: float = Field(default=1e-6, ge=0)
     # Bound on ||got - want||_2 / ||want||_2 per output. Default: see `norm_bound`.
@@ -88,7 +93,7 @@ class Tolerance(BaseModel):
 
 
 class ArgSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # nan/inf in range/value/scale: rejected
     kind: Literal["scalar", "in", "out", "inout"]
     count: str | None = None
     gen: Gen | None = None
@@ -97,6 +102,12 @@ class ArgSpec(BaseModel):
     value: float | None = None  # a fixed scalar value (eps, alpha): no generator
     valid: str | None = None  # outputs: how many elements to compare, C expression using `ret`
     compare: Literal["default", "fp16"] = "default"  # fp16: uint16_t outputs compared as half floats
+    # Numerics the operator must honour (docs/TASKS.md, "Special values"), float inputs only:
+    # size i (not the bench size) multiplies its generated values by scales[i % len(scales)] ...
+    scales: list[float] | None = Field(default=None, min_length=1)
+    # ... and every `special_every`-th element (at every size) is replaced by specials[k % len(specials)].
+    specials: list[Annotated[float, AllowInfNan(True)]] | None = Field(default=None, min_length=1)  # the point
+    special_every: int | None = Field(default=None, ge=2)
 
     @field_validator("range")
     @classmethod
@@ -201,31 +212,53 @@ class KernelTask(BaseModel):
 def load_task(name_or_path: str | Path, settings: Settings | None = None) -> KernelTask:
     """Load a task by name (bundled suite, then settings.task_dirs) or by path to its dir or task.toml."""
     path = Path(name_or_path)
-    if isinstance(name_or_path, Path) or "/" in str(name_or_path) or path.suffix == ".toml" or path.is_dir():
+    if isinstance(name_or_path, Path) or "/" in str(name_or_path) or path.suffix == ".toml":
         directory = path.parent if path.name == TASK_FILE or path.suffix == ".toml" else path
         if not (directory / TASK_FILE).is_file():
             raise NotFound(f"no {TASK_FILE} in {directory}", "point at a task directory (docs/TASKS.md)")
         return _load_dir(directory)
+    # A bare name is a task name: the suite and EOK_TASK_DIRS win over a folder of that name in the
+    # current directory (which would otherwise change what `sdot` means depending on where one stands).
     for directory in _task_dirs(settings or get_settings()):
         if directory.name == str(name_or_path):
+            if (path / TASK_FILE).is_file() and path.resolve() != directory.resolve():
+                log.warning("./%s also holds a task; using %s (write ./%s to use the folder)", path, directory, path)
             return _load_dir(directory)
+    if (path / TASK_FILE).is_file():  # no task of that name: a folder here is what was meant
+        return _load_dir(path)
     known = ", ".join(sorted(d.name for d in _task_dirs(settings or get_settings())))
     raise NotFound(f"unknown task {name_or_path!r}", f"known tasks: {known}" if known else "add EOK_TASK_DIRS")
 
 
 def list_tasks(settings: Settings | None = None) -> list[KernelTask]:
-    """Every task: the bundled suite first, then each of settings.task_dirs; names must be unique."""
+    """Every task: the bundled suite first, then each of settings.task_dirs; the first broken one raises."""
+    tasks, broken = scan_tasks(settings)
+    if broken:
+        raise InvalidInput(broken[0][1], "fix that task directory (docs/TASKS.md), or remove it")
+    return tasks
+
+
+def scan_tasks(settings: Settings | None = None) -> tuple[list[KernelTask], list[tuple[Path, str]]]:
+    """Every loadable task, and (directory, one-line reason) for each that is broken; names must be unique."""
     tasks: dict[str, KernelTask] = {}
+    broken: list[tuple[Path, str]] = []
     for directory in _task_dirs(settings or get_settings()):
-        task = _load_dir(directory)
+        try:
+            task = _load_dir(directory)
+        except EokError as e:
+            broken.append((directory, e.message))
+            continue
         if task.name in tasks:
-            raise InvalidInput(
-                f"{directory / TASK_FILE}: field 'name': task {task.name!r} already defined in "
-                f"{tasks[task.name].directory}",
-                "rename one of the two task directories",
+            broken.append(
+                (
+                    directory,
+                    f"{directory / TASK_FILE}: field 'name': task {task.name!r} already defined in "
+                    f"{tasks[task.name].directory}",
+                )
             )
+            continue
         tasks[task.name] = task
-    return list(tasks.values())
+    return list(tasks.values()), broken
 
 
 def _task_dirs(settings: Settings) -> list[Path]:
@@ -390,11 +423,26 @@ def _bind_param(p: Param, spec: TaskSpec, size_names: set[str]) -> Param:
 def _check_gen(p: Param, arg: ArgSpec, where: str) -> None:
     gen = arg.gen or ("zeros" if arg.kind == "out" else "uniform")
     need = {"fp16": ("uint16_t",), "q8_0": ("uint8_t", "int8_t"), "q4_0": ("uint8_t", "int8_t")}
-    need["boxes"] = ("float", "double")
+    need["boxes"] = need["ties"] = ("float", "double")
     if gen in need and p.ctype not in need[gen]:
         raise _FieldError(f"{where}.gen", f"{gen} needs a {' or '.join(need[gen])} pointer, not {p.ctype}")
     if arg.compare == "fp16" and p.ctype != "uint16_t":
         raise _FieldError(f"{where}.compare", "fp16 comparison needs a uint16_t pointer")
+    _check_specials(p, arg, where)
+
+
+def _check_specials(p: Param, arg: ArgSpec, where: str) -> None:
+    if arg.special_every is not None and arg.specials is None:
+        raise _FieldError(f"{where}.special_every", "needs specials = [...]")
+    if arg.scales is None and arg.specials is None:
+        return
+    field = "scales" if arg.scales is not None else "specials"
+    if p.type.kind != "float" or arg.kind == "out":
+        raise _FieldError(f"{where}.{field}", "only float inputs (kind = in | inout) take scales and specials")
+    if arg.scales is not None and not all(math.isfinite(s) and s != 0 for s in arg.scales):
+        raise _FieldError(f"{where}.scales", "scales must be finite and non-zero")
+    if arg.specials is not None and arg.special_every is None:
+        raise _FieldError(f"{where}.special_every", "specials need special_every = N (every N-th element)")
 
 
 def _counts(spec: TaskSpec, params: list[Param], size: dict[str, int], index: int) -> dict[str, int]:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from knowledge.embeddings import Embedder
 from knowledge.store import GraphStore
-from knowledge.taxonomy import Isa, Operator, Technique, parse_enum
+from knowledge.taxonomy import MAX_PLAUSIBLE_SPEEDUP, Isa, Operator, Technique, parse_enum
 from knowledge.vector_index import FRESHNESS_CHECK_S, VectorIndex
 
 Kind = Literal["thought", "idea", "experience"]
@@ -265,10 +265,10 @@ _THOUGHT_DETAILS = """
 UNWIND $ids AS id MATCH (t:Thought {id: id})
 OPTIONAL MATCH (t)-[:EVIDENCED_BY]->(c:Commit)
 WITH t, id, c ORDER BY size(c.perf_claims) DESC, c.authored_at DESC
-WITH t, id, collect(c {.sha, .repo, .title, .perf_claims, .isas})[..5] AS evidence
+WITH t, id, collect(c {.sha, .repo, .title, .perf_claims, .claim_spans, .isas})[..5] AS evidence
 OPTIONAL MATCH (t)-[e:EFFECT_ON]->(g:Target {key: $target})
 RETURN id, t {.id, .idea_id, .title, .description, .example_code, .technique, .isa, .operator,
-              .evidence_commits, .prior_speedup, .source} AS node, evidence,
+              .evidence_commits, .prior_speedup, .claims, .rvv_equivalents, .source} AS node, evidence,
        CASE WHEN e IS NULL THEN null ELSE e {.trials, .successes, .sum_log_speedup, target: g.key} END AS measured
 """
 _IDEA_DETAILS = """
@@ -289,7 +289,10 @@ def _outcome_prior(label: str, d: dict[str, Any]) -> float:
     """log-scale boost in [-1, 1]: measured effect on the target dominates mined evidence."""
     node = d["node"]
     if label == "Thought":
-        mined = 0.05 * math.log1p(node.get("evidence_commits") or 0) + 0.2 * math.log(node.get("prior_speedup") or 1)
+        claimed = node.get("prior_speedup") or 1.0
+        if claimed > MAX_PLAUSIBLE_SPEEDUP:  # a graph mined before claims were checked: never boost on it
+            claimed = 1.0
+        mined = 0.05 * math.log1p(node.get("evidence_commits") or 0) + 0.2 * math.log(claimed)
         m = d.get("measured")
         if m and m.get("trials"):
             n = m["trials"]

@@ -48,6 +48,10 @@ TECHNIQUE_DESCRIPTIONS: dict[Technique, str] = {
 }
 
 
+# A claimed speedup above this for a CPU SIMD change is flagged by the miners and never ranks anything.
+MAX_PLAUSIBLE_SPEEDUP = 20.0
+
+
 class Isa(StrEnum):
     RVV = "rvv"
     XTHEADVECTOR = "xtheadvector"

@@ -20,7 +20,7 @@ from itertools import accumulate
 from operator import add
 from typing import Any
 
-from knowledge.taxonomy import Isa, Operator, Technique
+from knowledge.taxonomy import MAX_PLAUSIBLE_SPEEDUP, Isa, Operator, Technique
 from miners.gitwalk import FileChange, RawCommit
 from miners.profiles import ARCH_DIR_ISA, GPU_RE, LibraryProfile, file_kind, suffix
 
@@ -65,13 +65,65 @@ _CLAIM_FROM_TO = re.compile(
 _TIME_UNITS = {"ms", "us", "µs", "s", "ns", "cycles"}
 
 
-def parse_perf_claims(text: str) -> list[float]:
-    """Speedup factors claimed in a message: "1.8x" -> 1.8, "35% faster" -> 1.35, "from 10 to 14 GFLOPS" -> 1.4.
+# CPU, ISA and accelerator names that look like an "x"-first factor: x86, x64, SpacemiT X60, X100, X280.
+# A capital X before a whole number of two or more digits is a core name in these histories; a claim is
+# written "x1.5", "x2" or "10x".
+_X_NAME_NUMBERS = {"86", "64", "32"}
+_NAME_AFTER = re.compile(r"\s*(?:[-_]?64\b|cores?\b|cpus?\b|chips?\b|boards?\b|soc\b|processors?\b|machines?\b)", re.I)
+MAX_PLAUSIBLE = MAX_PLAUSIBLE_SPEEDUP  # beyond this a CPU SIMD change's claim is flagged, not believed
+MAX_UNSUPPORTED = 8.0  # beyond this a claim needs a benchmark line (figures with units) in the message
+_BENCH_LINE = re.compile(
+    r"^.*\d.*(?:gflops|gb/s|t/s|tok/s|tokens/s|\bms\b|\bus\b|µs|\bns\b|cycles|\bsec\b|\bs\b|"
+    r"\b(?:pp|tg)\d+\b|bench|speed-?up|\|).*\d.*$",
+    re.I | re.M,
+)
 
-    Time-like units invert (from 10 ms to 5 ms is 2x). Claims outside (1, 100] are dropped as noise
-    (version numbers, "16x8 kernel" shapes are excluded by requiring context or a unit).
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One speedup figure parsed from a message, with the text it was read from."""
+
+    value: float
+    span: str  # the matched text with a few words around it, on one line
+    start: int
+    end: int
+    flag: str = ""  # why it is not believed ("implausible: ..."), empty when it is
+
+    @property
+    def plausible(self) -> bool:
+        return not self.flag
+
+    def describe(self) -> str:
+        return f"{self.value:g}x from {self.span!r}" + (f" [{self.flag}]" if self.flag else "")
+
+
+def _x_is_name(text: str, m: re.Match[str]) -> bool:
+    """Is an "x"-first match (x86, X60, X100 cores) a CPU/ISA name rather than a factor?"""
+    num = m.group(1)
+    letter = m.group(0)[0]
+    if num in _X_NAME_NUMBERS and "." not in num:
+        return True
+    if letter == "X" and "." not in num and len(num) >= 2:
+        return True
+    return bool(_NAME_AFTER.match(text, m.end()))
+
+
+def _span(text: str, start: int, end: int) -> str:
+    a = max(text.rfind("\n", 0, start) + 1, start - 40)
+    b = text.find("\n", end)
+    b = min(b if b >= 0 else len(text), end + 40)
+    return " ".join(text[a:b].split())
+
+
+def parse_claims(text: str) -> list[Claim]:
+    """Speedup figures claimed in a message: "1.8x" -> 1.8, "35% faster" -> 1.35, "from 10 to 14 GFLOPS" -> 1.4.
+
+    Time-like units invert (from 10 ms to 5 ms is 2x). Figures outside (1, 100] are dropped as noise
+    (version numbers; "16x8 kernel" shapes are excluded by requiring context or a unit), CPU and ISA names
+    (x86, x64, X60, X100) are never figures, and a figure above MAX_PLAUSIBLE, or above MAX_UNSUPPORTED with
+    no benchmark line in the message, is kept with a flag: shown, never ranked.
     """
-    out: list[float] = []
+    found: list[tuple[float, int, int]] = []
     for m in _CLAIM_FACTOR.finditer(text):
         tail = text[m.end() : m.end() + 40]
         head = text[max(0, m.start() - 40) : m.start()]
@@ -82,34 +134,50 @@ def parse_perf_claims(text: str) -> list[float]:
             _CLAIM_FACTOR_CTX.search(head) or _CLAIM_FACTOR_CTX.search(tail)
         ):
             continue
-        out.append(float(m.group(1)))
+        found.append((float(m.group(1)), m.start(), m.end()))
     for m in _CLAIM_PERCENT.finditer(text):
         word = m.group(2).lower()
         pct = float(m.group(1)) / 100
         if word == "slower":
             continue
         if word in ("less time", "reduction", "fewer cycles"):
-            out.append(1 / (1 - pct) if pct < 1 else 0)
+            found.append((1 / (1 - pct) if pct < 1 else 0, m.start(), m.end()))
         else:
-            out.append(1 + pct)
+            found.append((1 + pct, m.start(), m.end()))
     for m in _CLAIM_PERCENT_PRE.finditer(text):
-        out.append(1 + float(m.group(1)) / 100)
+        found.append((1 + float(m.group(1)) / 100, m.start(), m.end()))
     if "+" in text and _BENCH_CTX.search(text):
-        out += [1 + float(m.group(1)) / 100 for m in _CLAIM_PLUS_PERCENT.finditer(text)]
+        found += [(1 + float(m.group(1)) / 100, m.start(), m.end()) for m in _CLAIM_PLUS_PERCENT.finditer(text)]
     for m in _CLAIM_X_FIRST.finditer(text):
+        if _x_is_name(text, m):
+            continue
         head, tail = text[max(0, m.start() - 40) : m.start()], text[m.end() : m.end() + 40]
         if _CLAIM_FACTOR_CTX.search(head) or _CLAIM_FACTOR_CTX.search(tail):
-            out.append(float(m.group(1)))
+            found.append((float(m.group(1)), m.start(), m.end()))
     for m in _CLAIM_FROM_TO.finditer(text):
         a, b, unit = float(m.group(1)), float(m.group(2)), m.group(3).lower()
         if a > 0 and b > 0:
-            out.append(a / b if unit in _TIME_UNITS else b / a)
-    uniq: list[float] = []
-    for v in out:
+            found.append((a / b if unit in _TIME_UNITS else b / a, m.start(), m.end()))
+    bench = None
+    out: list[Claim] = []
+    for v, a, b in found:
         v = round(v, 3)
-        if 1.0 < v <= 100 and v not in uniq:
-            uniq.append(v)
-    return uniq
+        if not (1.0 < v <= 100) or any(c.value == v for c in out):
+            continue
+        flag = ""
+        if v > MAX_PLAUSIBLE:
+            flag = f"implausible: above {MAX_PLAUSIBLE:g}x for a CPU SIMD change"
+        elif v > MAX_UNSUPPORTED:
+            bench = _BENCH_LINE.search(text) is not None if bench is None else bench
+            if not bench:
+                flag = f"implausible: above {MAX_UNSUPPORTED:g}x with no benchmark line in the message"
+        out.append(Claim(v, _span(text, a, b), a, b, flag))
+    return out
+
+
+def parse_perf_claims(text: str) -> list[float]:
+    """The believable speedup factors of a message (see parse_claims)."""
+    return [c.value for c in parse_claims(text) if c.plausible]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -120,99 +188,85 @@ def _rx(*parts: str) -> re.Pattern[str]:
     return re.compile("|".join(parts))
 
 
+# An ISA's vector code: intrinsics, vector types, assembly mnemonics and registers. Guard macros, headers and
+# ISA words in code (ISA_MARKS) say only that a file is ready for the ISA: a multi-ISA dispatch change
+# names every ISA in its #if chain but shows the vector code of one.
+_RVV_GUARDS = r"(?!_intrinsic\b|_min_vlen\b|_elen\w*|_fixed_vlen\b|ector\b)"
 ISA_CODE: dict[Isa, re.Pattern[str]] = {
     Isa.RVV: _rx(
-        r"__riscv_v\w+",
+        rf"__riscv_v{_RVV_GUARDS}\w+",
         r"\bvsetvli?\b",
         r"\bvsetvl_e\d",
         r"\bv(?:float|int|uint)\d+m(?:f?\d)_t\b",
         r"\bv(?:le|se|lse|sse|fmacc|fmadd|fredusum|fredosum|redsum|wmacc|wmul|wredsum)\d*(?:_v\w*|\.v\w*)",
-        r"riscv_vector\.h",
-        r"__riscv_vector\b",
-        r"\bRVV\b",
-        r"_rvv\b",
-        r"\bZVL\d+B\b",
-        r"zvl\d+b",
     ),
-    Isa.XTHEADVECTOR: _rx(r"xtheadvector", r"__riscv_th_v", r"\bth\.v", r"\bC910V\b", r"_c910v?\b", r"\bRVV ?0\.7"),
-    Isa.AVX512: _rx(
-        r"_mm512_\w+",
-        r"__m512\w*",
-        r"\bzmm\d+",
-        r"__AVX512\w*",
-        r"\bavx512\w*",
-        r"skylakex",
-        r"cooperlake",
-        r"sapphirerapids",
-        r"_mm256_dpbusd",
-        r"\bvpdpbusd",
-    ),
+    Isa.XTHEADVECTOR: _rx(r"__riscv_th_v", r"\bth\.v"),
+    Isa.AVX512: _rx(r"_mm512_\w+", r"__m512\w*", r"\bzmm\d+", r"_mm256_dpbusd", r"\bvpdpbusd"),
     Isa.AVX2: _rx(
-        r"__AVX2__",
         r"_mm256_\w+_epi(?:8|16|32|64)\b",
         r"_mm256_\w*fmadd\w*",
         r"_mm256_fmsub\w*",
-        r"\bhaswell\b",
-        r"\bzen\d?\b",
-        r"\bavx2\b",
         r"_mm256_maddubs",
         r"_mm256_permutevar8x32",
         r"\bvfmadd\d{3}[ps][sd]\b",
     ),
-    Isa.AVX: _rx(r"_mm256_\w+", r"__m256\w*", r"\bymm\d+", r"__AVX__", r"\bsandybridge\b", r"\bavx\b"),
-    Isa.SSE: _rx(
-        r"_mm_\w+",
-        r"__m128\w*",
-        r"\bxmm\d+",
-        r"[xpet]mmintrin\.h",
-        r"[sn]mmintrin\.h",
-        r"__SSE\d?\w*",
-        r"\bsse[234]?\w*\b",
-    ),
+    Isa.AVX: _rx(r"_mm256_\w+", r"__m256\w*", r"\bymm\d+"),
+    Isa.SSE: _rx(r"_mm_\w+", r"__m128\w*", r"\bxmm\d+"),
     Isa.NEON: _rx(
         r"\bv(?:ld|st)[1-4]q?_\w+",
         r"\bv(?:fma|mla|mul|add|sub|dot|max|min|cvt|addv|padd)q?_[suf]\d+",
         r"\b(?:float|int|uint)\d+x\d+(?:x\d)?_t\b",
-        r"__ARM_NEON\w*",
-        r"arm_neon\.h",
-        r"\bneon\b",
         r"\bv\d+\.(?:2d|4s|8h|16b|2s|4h|8b)\b",
         r"\bvmmlaq_\w+",
     ),
     Isa.SVE: _rx(
         r"\bsv(?:float|int|uint|bool)\d*_t\b",
         r"\bsv(?:ld1|st1|mla|whilelt|ptrue|dup|add|mul)\w*",
-        r"__ARM_FEATURE_SVE\w*",
-        r"arm_sve\.h",
-        r"\bsve2?\b",
         r"\bwhilelo\b",
         r"\bptrue\b",
         r"\bz\d+\.[sdhb]\b",
     ),
-    Isa.LASX: _rx(r"__lasx_\w+", r"lasxintrin\.h", r"__loongarch_asx", r"\bxvf?(?:ld|st|madd|fmadd)\w*\b", r"\blasx\b"),
-    Isa.LSX: _rx(r"__lsx_\w+", r"lsxintrin\.h", r"__loongarch_sx", r"\blsx\b", r"\bloongarch\w*"),
+    Isa.LASX: _rx(r"__lasx_\w+", r"\bxvf?(?:ld|st|madd|fmadd)\w*\b"),
+    Isa.LSX: _rx(r"__lsx_\w+"),
     Isa.VSX: _rx(
         r"\bvec_(?:xl|xst|madd|msub|perm|splats|ld|st|sum\w*|add|mul)\b",
-        r"altivec\.h",
-        r"__VSX__",
-        r"__POWER\d+_VECTOR__",
         r"\bxvmadd\w+",
         r"\blxv\w*\b",
         r"\bstxv\w*\b",
         r"__builtin_mma_\w+",
+    ),
+    Isa.WASM_SIMD: _rx(r"\bwasm_[fiu]\d+x\d+_\w+", r"\bwasm_v128_\w+", r"\bv128_t\b"),
+}
+ISA_MARKS: dict[Isa, re.Pattern[str]] = {
+    Isa.RVV: _rx(
+        r"__riscv_v_intrinsic\b",
+        r"__riscv_vector\b",
+        r"__riscv_v_\w*(?:vlen|elen)\w*",
+        r"riscv_vector\.h",
+        r"\bRVV\b",
+        r"_rvv\b",
+        r"\bZVL\d+B\b",
+        r"zvl\d+b",
+    ),
+    Isa.XTHEADVECTOR: _rx(r"xtheadvector", r"\bC910V\b", r"_c910v?\b", r"\bRVV ?0\.7"),
+    Isa.AVX512: _rx(r"__AVX512\w*", r"\bavx512\w*", r"skylakex", r"cooperlake", r"sapphirerapids"),
+    Isa.AVX2: _rx(r"__AVX2__", r"\bhaswell\b", r"\bzen\d?\b", r"\bavx2\b"),
+    Isa.AVX: _rx(r"__AVX__", r"\bsandybridge\b", r"\bavx\b"),
+    Isa.SSE: _rx(r"[xpet]mmintrin\.h", r"[sn]mmintrin\.h", r"__SSE\d?\w*", r"\bsse[234]?\w*\b"),
+    Isa.NEON: _rx(r"__ARM_NEON\w*", r"arm_neon\.h", r"\bneon\b"),
+    Isa.SVE: _rx(r"__ARM_FEATURE_SVE\w*", r"arm_sve\.h", r"\bsve2?\b"),
+    Isa.LASX: _rx(r"lasxintrin\.h", r"__loongarch_asx", r"\blasx\b"),
+    Isa.LSX: _rx(r"lsxintrin\.h", r"__loongarch_sx", r"\blsx\b", r"\bloongarch\w*"),
+    Isa.VSX: _rx(
+        r"altivec\.h",
+        r"__VSX__",
+        r"__POWER\d+_VECTOR__",
         r"\bpower(?:8|9|10)\b",
         r"\bvsx\b",
         r"\baltivec\b",
         r"__vector\b",
     ),
-    Isa.WASM_SIMD: _rx(
-        r"wasm_simd128\.h",
-        r"\bwasm_[fiu]\d+x\d+_\w+",
-        r"\bwasm_v128_\w+",
-        r"\bv128_t\b",
-        r"__wasm_simd128__",
-        r"\bwasm simd\b",
-    ),
+    Isa.WASM_SIMD: _rx(r"wasm_simd128\.h", r"__wasm_simd128__"),  # "wasm simd" spans two tokens: _ISA_SPACED_RX
 }
 # Plain words in a message that name an ISA (case-insensitive).
 ISA_WORDS: dict[Isa, re.Pattern[str]] = {
@@ -235,8 +289,9 @@ ISA_WORDS: dict[Isa, re.Pattern[str]] = {
 }
 # Where one ISA's evidence implies another's text would also match (AVX2 code matches AVX patterns).
 ISA_SUBSUMES: dict[Isa, tuple[Isa, ...]] = {
-    Isa.AVX512: (Isa.AVX2, Isa.AVX),
-    Isa.AVX2: (Isa.AVX,),
+    Isa.AVX512: (Isa.AVX2, Isa.AVX, Isa.SSE),  # wider x86 code uses 128-bit intrinsics for its halves
+    Isa.AVX2: (Isa.AVX, Isa.SSE),
+    Isa.AVX: (Isa.SSE,),
     Isa.LASX: (Isa.LSX,),
     Isa.XTHEADVECTOR: (Isa.RVV,),
 }
@@ -244,33 +299,62 @@ ISA_ORDER = list(ISA_CODE)
 
 
 def detect_isas(
-    code: str, message: str, arch_dirs: set[str], file_names: str, signals: _Signals | None = None
+    code: str,
+    message: str,
+    arch_dirs: set[str],
+    file_names: str,
+    signals: _Signals | None = None,
+    tokens: Counter[str] | None = None,
 ) -> list[Isa]:
-    """ISAs from added code first; the message, file names and arch folders fill in when the code is silent.
+    """The ISAs whose vector code the change adds; words, guards, file names and folders only when it adds none.
 
-    `code` is the added code's vocabulary; `signals`, when given, its token signals (DiffStats), which
-    then stand in for scanning `code` with every ISA pattern.
+    `code` is the added code's vocabulary; `signals`, when given, its token signals (DiffStats), which then
+    stand in for scanning `code` with every ISA pattern, and `tokens` their occurrences. An ISA counts as
+    code when its intrinsics/types/mnemonics occur at least twice, or at least a tenth as often as the
+    main ISA's: a stray `_mm_prefetch` in an RVV kernel does not make it an SSE change.
     """
-    found: set[Isa] = _code_isas(code, signals)
-    found |= {isa for isa, rx in ISA_WORDS.items() if rx.search(message)}
-    found |= {isa for isa, rx in ISA_CODE.items() if rx.search(file_names)}
-    if not found:
-        found |= {ARCH_DIR_ISA[a] for a in arch_dirs if a in ARCH_DIR_ISA}
+    counts, marks = code_isa_counts(code, signals, tokens)
+    found: set[Isa] = set()
+    if counts:
+        top = max(counts.values())
+        found = {isa for isa, n in counts.items() if n >= max(2, top / 10)}
+    named = {isa for isa, rx in ISA_WORDS.items() if rx.search(message)}
+    named |= {isa for isa, rx in (*ISA_CODE.items(), *ISA_MARKS.items()) if rx.search(file_names)}
+    if found:
+        # The message or a file name may name the ISA more precisely than the code's tokens: AVX code in
+        # an "AVX2" change (256-bit float intrinsics exist since AVX) is AVX2 code.
+        found = {_refined(isa, named) for isa in found}
+    else:
+        # No vector code: the message and file names, then the arch folder, and guards only as a last resort
+        # (a dispatch change names every ISA in its #if chain).
+        found = named or {ARCH_DIR_ISA[a] for a in arch_dirs if a in ARCH_DIR_ISA} or marks
     for isa in list(found):
         for weaker in ISA_SUBSUMES.get(isa, ()):
             found.discard(weaker)
     return [isa for isa in ISA_ORDER if isa in found]
 
 
-def _code_isas(code: str, signals: _Signals | None) -> set[Isa]:
+def _refined(isa: Isa, named: set[Isa]) -> Isa:
+    """The named ISA that subsumes `isa` (AVX2 for AVX code), else `isa`."""
+    return next((n for n in ISA_ORDER if n in named and isa in ISA_SUBSUMES.get(n, ())), isa)
+
+
+def code_isa_counts(
+    code: str, signals: _Signals | None = None, tokens: Counter[str] | None = None
+) -> tuple[Counter[Isa], set[Isa]]:
+    """(occurrences of each ISA's vector-code tokens, ISAs only marked by guards/headers/words) in `code`."""
     if signals is None:
-        return {isa for isa, rx in ISA_CODE.items() if rx.search(code)}
-    found: set[Isa] = set()
-    for _, _, isas in signals:
-        found |= isas
+        tokens = Counter(TOKEN_RX.findall(code))
+        signals = _signals(tokens)
+    counts: Counter[Isa] = Counter()
+    marks: set[Isa] = set()
+    for tok, _, isas, weak in signals:
+        for isa in isas:
+            counts[isa] += tokens.get(tok, 1) if tokens is not None else 1
+        marks |= weak
     if _ISA_SPACED_RX.search(code):
-        found.add(Isa.WASM_SIMD)
-    return found
+        marks.add(Isa.WASM_SIMD)
+    return counts, marks - set(counts)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -309,7 +393,8 @@ OPERATOR_RX: list[tuple[Operator, re.Pattern[str]]] = [
     (Operator.NRM2, re.compile(r"nrm2|\bnorm2\b", re.I)),
     (Operator.SOFTMAX, re.compile(r"soft_?max", re.I)),
     (Operator.NORM, re.compile(r"rms_?norm|layer_?norm|group_?norm|batch_?norm|\bnorm\b|l2_norm", re.I)),
-    (Operator.CONV, re.compile(r"conv(?:olution|_?\dd|_transpose)?\b|im2col|winograd|depthwise|conv", re.I)),
+    # "conv" but not "convert"/"conversion" (type conversion is QUANTIZE's)
+    (Operator.CONV, re.compile(r"conv(?!er[st]|ersion)|im2col|winograd|depthwise", re.I)),
     (Operator.POOL, re.compile(r"pool", re.I)),
     (
         Operator.ACTIVATION,
@@ -374,7 +459,7 @@ def _stem(path: str) -> str:
 _INTRINSIC_RX = re.compile(
     r"\b[xyz]mm\d+\b|\bv(?:fmadd|fmsub|fnmadd|mul|add|sub|mov|perm|shuf|broadcast)\w*p[sd]\b|"
     r"\bv\d+\.\d*[sdhb]\b|\bz\d+\.[sdhb]\b|\bv[a-z]+\d*\.v[vxfi]?\b|\bxv[a-z]+(?:sp|dp)\b|\blxv\w*|\bstxv\w*|"
-    r"__riscv_v\w+|\bv(?:le|se|fmacc|fmul|fadd|fredusum|wmacc|wmul|wredsum)\d*_v\w*|_mm(?:256|512)?_\w+|"
+    rf"__riscv_v{_RVV_GUARDS}\w+|\bv(?:le|se|fmacc|fmul|fadd|fredusum|wmacc|wmul|wredsum)\d*_v\w*|_mm(?:256|512)?_\w+|"
     r"\bv(?:ld|st)[1-4]q?_\w+|\bv\w+q_[suf]\d+\b|\bsv\w+_[suf]\d+\w*|__lsx_\w+|__lasx_\w+|\bvec_\w+|"
     r"\bwasm_\w+x\d+_\w+|__builtin_mma_\w+"
 )
@@ -465,11 +550,12 @@ TECHNIQUE_CODE: dict[Technique, re.Pattern[str]] = {
 # tens of thousands distinct in OpenBLAS against hundreds of thousands per-commit occurrences), so each
 # token is matched once; most match nothing and are rejected by one combined prefilter.
 
-# Slot -> pattern. ISA_CODE alternatives containing a space are matched on the vocabulary (see _code_isas).
+# Slot -> pattern. The one ISA mark spanning two tokens is matched on the vocabulary (see code_isa_counts).
 _INTRINSIC, _LMUL, _ACC = 0, 1, 2
 _TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = (_INTRINSIC_RX, _LMUL_RX, _ACC_RX, *TECHNIQUE_CODE.values())
 _TECH_SLOT = {tech: 3 + i for i, tech in enumerate(TECHNIQUE_CODE)}
-_ISA_TOKEN_RX = {isa: rx for isa, rx in ISA_CODE.items()}
+_ISA_TOKEN_RX = dict(ISA_CODE)
+_ISA_MARK_RX = dict(ISA_MARKS)
 _ISA_SPACED_RX = re.compile(r"\bwasm simd\b")  # the one code alternative that spans two tokens
 
 
@@ -477,13 +563,16 @@ def _scoped(rx: re.Pattern[str]) -> str:
     return f"(?i:{rx.pattern})" if rx.flags & re.I else f"(?:{rx.pattern})"
 
 
-_ANY_TOKEN_RX = re.compile("|".join(_scoped(rx) for rx in (*_TOKEN_PATTERNS, *ISA_CODE.values())))
-_NO_SIGNALS: tuple[tuple[list[Any], ...], frozenset[Isa]] = ((), frozenset())
-_TOKEN_CACHE: dict[str, tuple[tuple[list[Any], ...], frozenset[Isa]]] = {}
+_ANY_TOKEN_RX = re.compile(
+    "|".join(_scoped(rx) for rx in (*_TOKEN_PATTERNS, *ISA_CODE.values(), *_ISA_MARK_RX.values()))
+)
+_TokenSignals = tuple[tuple[list[Any], ...], frozenset[Isa], frozenset[Isa]]
+_NO_SIGNALS: _TokenSignals = ((), frozenset(), frozenset())
+_TOKEN_CACHE: dict[str, _TokenSignals] = {}
 
 
-def token_signals(token: str) -> tuple[tuple[list[Any], ...], frozenset[Isa]]:
-    """(findall result per _TOKEN_PATTERNS slot, ISAs whose code pattern occurs in the token)."""
+def token_signals(token: str) -> _TokenSignals:
+    """(findall result per _TOKEN_PATTERNS slot, ISAs whose vector code the token is, ISAs it only marks)."""
     got = _TOKEN_CACHE.get(token)
     if got is None:
         if _ANY_TOKEN_RX.search(token) is None:
@@ -491,12 +580,13 @@ def token_signals(token: str) -> tuple[tuple[list[Any], ...], frozenset[Isa]]:
         else:
             found = tuple(rx.findall(token) for rx in _TOKEN_PATTERNS)
             isas = frozenset(isa for isa, rx in _ISA_TOKEN_RX.items() if rx.search(token))
-            got = (found, isas) if any(found) or isas else _NO_SIGNALS
+            marks = frozenset(isa for isa, rx in _ISA_MARK_RX.items() if rx.search(token)) - isas
+            got = (found, isas, marks) if any(found) or isas or marks else _NO_SIGNALS
         _TOKEN_CACHE[token] = got
     return got
 
 
-_Signals = list[tuple[str, tuple[list[Any], ...], frozenset[Isa]]]
+_Signals = list[tuple[str, tuple[list[Any], ...], frozenset[Isa], frozenset[Isa]]]
 
 
 def _signals(tokens: Counter[str]) -> _Signals:
@@ -505,13 +595,13 @@ def _signals(tokens: Counter[str]) -> _Signals:
     for tok in tokens:
         got = cache.get(tok) or token_signals(tok)
         if got is not _NO_SIGNALS:
-            out.append((tok, got[0], got[1]))
+            out.append((tok, *got))
     return out
 
 
 def _slot_matches(signals: _Signals, slot: int) -> Iterator[Any]:
     """The matches of one pattern over the vocabulary, in vocabulary order."""
-    for _, found, _ in signals:
+    for _, found, *_ in signals:
         if found and found[slot]:
             yield from found[slot]
 
@@ -531,6 +621,11 @@ def _first_technique(text: str) -> tuple[Technique, re.Match[str]] | None:
     if _ANY_TECHNIQUE_MSG_RX.search(text) is None:
         return None
     return next(((t, m) for t, rx in TECHNIQUE_MSG.items() if (m := rx.search(text))), None)
+
+
+def _is_intrinsic(token: str) -> bool:
+    found = token_signals(token)[0]
+    return bool(found and found[_INTRINSIC])
 
 
 class DiffStats:
@@ -581,6 +676,27 @@ class DiffStats:
 
     def intrinsics(self, added: bool = True) -> int:
         return self.added_intrinsics if added else self.removed_intrinsics
+
+    def net_intrinsics(self) -> int:
+        """Intrinsic calls added minus removed, where a rename to the v1.0 `__riscv_` prefix adds none."""
+        return self.added_intrinsics - self.removed_intrinsics - self.renamed_intrinsics
+
+    @cached_property
+    def prefix_renames(self) -> Counter[str]:
+        """Added `__riscv_X` calls whose unprefixed `X` was removed: the RVV v1.0 rename, old name -> count."""
+        removed = self.removed_tokens
+        return Counter(
+            {
+                tok[8:]: min(n, old)
+                for tok, n in self.added_tokens.items()
+                if tok.startswith("__riscv_") and (old := removed.get(tok[8:]))
+            }
+        )
+
+    @property
+    def renamed_intrinsics(self) -> int:
+        """Renamed calls whose old name the intrinsic count missed (so `net_intrinsics` subtracts them)."""
+        return sum(n for old, n in self.prefix_renames.items() if not _is_intrinsic(old))
 
 
 ANALYSIS_CAP = 24_000  # characters of added (and removed) code the regex signals look at
@@ -663,7 +779,7 @@ def detect_techniques(message: str, diff: DiffStats, paths: list[str]) -> tuple[
         for tech, rx in TECHNIQUE_MSG.items():
             if m := rx.search(message):
                 found.setdefault(tech, f"message says {m.group(0)!r}")
-    new_intr = diff.added_intrinsics - diff.removed_intrinsics
+    new_intr = diff.net_intrinsics()
     if new_intr >= 8 and diff.removed_intrinsics <= new_intr // 3:
         found.setdefault(Technique.VECTORIZE, f"adds {new_intr} SIMD intrinsic calls")
     lmul_added = {m for g in _slot_matches(diff.added_signals, _LMUL) for m in g if m}
@@ -745,7 +861,16 @@ IMPL_RX = re.compile(
     r"\b(?:add(?:ed|s|ing)?|implement\w*|use[sd]?|using|enable[sd]?|introduc\w*|new|port\w*|rewrit\w*|"
     r"optimi[sz]\w*|vectori[sz]\w*)\b.{0,60}\b(?:rvv|risc-?v vector|avx2?|avx-?512|neon|sve2?|lsx|lasx|vsx|"
     r"altivec|power ?(?:9|10)|sse\d?|simd|intrinsics?|assembly|asm|vector(?:ized)?|kernels?|micro-?kernels?|"
-    r"mma|amx|wasm simd)\b",
+    r"mma|amx|wasm simd)\b|"
+    # a CPU backend for a vendor's matrix/vector extension is a kernel implementation (SpacemiT IME, AMX, SME)
+    r"\b(?:add\w*|implement\w*|introduc\w*|new|port\w*)\b.{0,40}\b(?:spacemit|ime\d?|amx|sme2?|kleidiai)\b"
+    r"(?:.{0,30}\b(?:backend|instructions?|support|kernels?))?",
+    re.I,
+)
+# A fix of slowness is a speedup: "fix performance bug", "performance regression fix", "fix slow path".
+PERF_FIX_RX = re.compile(
+    r"\b(?:performance|perf|speed|slow\w*)\s+(?:bug|issue|regression|problem)s?\b|"
+    r"\bfix\w*\s+(?:the\s+|a\s+)?(?:slow\w*|performance|perf)\b",
     re.I,
 )
 NEG_STRONG_RX = re.compile(
@@ -772,8 +897,9 @@ class Classification:
     isas: list[Isa] = field(default_factory=list)
     operators: list[Operator] = field(default_factory=list)
     techniques: list[Technique] = field(default_factory=list)
-    perf_claims: list[float] = field(default_factory=list)
+    perf_claims: list[float] = field(default_factory=list)  # the believable figures of `claims`
     kernel_files: list[str] = field(default_factory=list)
+    claims: list[Claim] = field(default_factory=list)  # every parsed figure with its span, flagged ones too
 
 
 @dataclass(slots=True)
@@ -801,8 +927,9 @@ class MetaSignals:
     reasons: list[str]
     code_paths: list[str]
     kernel_paths: list[str]
-    claims: list[float]
+    claims: list[float]  # believable figures only
     final: bool  # no diff can change the verdict (merge, no source code)
+    parsed: list[Claim] = field(default_factory=list)  # every figure, flagged ones too
 
 
 def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
@@ -837,9 +964,13 @@ def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
         add(1.5, f"title removes wasted work ({m.group(0)[:50]!r})")
     elif m := WASTE_RX.search(message):
         add(0.5, f"message removes wasted work ({m.group(0)[:50]!r})")
-    claims = parse_perf_claims(message)
+    parsed = parse_claims(message)
+    claims = [c.value for c in parsed if c.plausible]
     if claims:
         add(1.5, f"claims speedup {', '.join(f'{x:g}x' for x in claims[:4])}")
+    for claim in parsed:
+        if not claim.plausible:
+            add(0.0, f"figure not believed: {claim.describe()[:120]}")
     gpu = gpu_only(code_paths or paths)
     title_impl = False
     if (m := IMPL_RX.search(title)) and not (gpu and m.group(0).lower().rstrip("s").endswith("kernel")):
@@ -864,7 +995,9 @@ def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
     # The body's technique matters only with a speed word or kernel code: only then is it looked for.
     elif (perf_words or kernel_paths) and (msg_tech := title_tech or _first_technique(_IDENT_RX.sub(" ", message))):
         add(0.5, f"message names a technique ({msg_tech[0].value}: {msg_tech[1].group(0)!r})")
-    if neg := NEG_STRONG_RX.search(title):
+    if (neg := NEG_STRONG_RX.search(title)) and (m := PERF_FIX_RX.search(title)):
+        add(0.0, f"title fixes slowness, not a bug ({m.group(0)!r})")
+    elif neg:
         add(-2.5 if not claims else -1.0, f"title reads as a fix/revert ({neg.group(0).strip()!r})")
     elif neg := _body_fix(message):
         add(-0.5, f"message mentions a fix ({neg.group(0).strip()!r})")
@@ -875,7 +1008,7 @@ def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
     # "disable X to improve performance" is tuning: only a disable without a speed purpose counts against.
     if _SLOW_DISABLE_RX.search(title) and not claims and not title_perf:
         add(-1.0, "title speaks of slowing down or disabling")
-    return MetaSignals(score, reasons, code_paths, kernel_paths, claims, False)
+    return MetaSignals(score, reasons, code_paths, kernel_paths, claims, False, parsed)
 
 
 # Squashed pull requests list their review rounds ("* fix typo", "* Fix review comments"): those fixes are
@@ -889,10 +1022,20 @@ _SLOW_DISABLE_RX = re.compile(r"\bslow(?:er|down)\b|\bdisable\w*\b", re.I)
 
 
 def _body_fix(message: str) -> re.Match[str] | None:
-    """The first fix/bug word of a message once the review rounds of a squashed pull request are blanked."""
+    """The first fix/bug word of a message once the review rounds of a squashed pull request are blanked.
+
+    A squashed pull request lists its commits as "* ..." bullets: with two or more, every bullet is a
+    review round ("* fixed for review comments", "* fix CI"), not what the change is for.
+    """
     if NEG_STRONG_RX.search(message) is None:  # the usual case: no fix word at all, nothing to blank
         return None
-    return NEG_STRONG_RX.search(_REVIEW_FIX_RX.sub(" ", message))
+    text = _REVIEW_FIX_RX.sub(" ", message)
+    if len(_BULLET_RX.findall(text)) >= 2:
+        text = _BULLET_RX.sub(" ", text)
+    return NEG_STRONG_RX.search(PERF_FIX_RX.sub(" ", text))
+
+
+_BULLET_RX = re.compile(r"^\s*\*\s.*$", re.M)
 
 
 def speed_words(text: str) -> set[str]:
@@ -961,7 +1104,9 @@ def classify(c: RawCommit, profile: LibraryProfile, tri: Triage, patch: str) -> 
     code_set = set(meta.code_paths)
     diff = diff_stats(patch, code_set.__contains__)
     # The removed side matters only when the added side alone has enough intrinsics.
-    net_intr = diff.added_intrinsics - diff.removed_intrinsics if diff.added_intrinsics >= 8 else 0
+    net_intr = diff.net_intrinsics() if diff.added_intrinsics >= 8 else 0
+    if diff.added_intrinsics >= 8 and (renamed := sum(diff.prefix_renames.values())) * 2 >= diff.added_intrinsics:
+        add(-1.5, f"renames {renamed} intrinsic calls to the __riscv_ prefix: a mechanical change")
     if net_intr >= 8:
         add(1.0, f"adds {net_intr} SIMD intrinsic calls")
     elif tri.huge_arch_kernels:
@@ -973,16 +1118,18 @@ def classify(c: RawCommit, profile: LibraryProfile, tri: Triage, patch: str) -> 
         # Settled: even every technique signal could not lift it. Half the candidates end here, and the
         # technique patterns are the costliest part of classifying; the score is then a lower bound.
         reasons.append("diff techniques not examined: they could not reach the threshold")
-        return Classification(round(score, 2), False, reasons, perf_claims=meta.claims)
+        return Classification(round(score, 2), False, reasons, perf_claims=meta.claims, claims=meta.parsed)
     techniques, tech_reasons = detect_techniques(c.message, diff, meta.code_paths)
     code_techs = [r for r in tech_reasons if "message says" not in r]
     if code_techs:
         add(min(CODE_TECHNIQUE_BONUS, 0.5 * len(code_techs)), f"diff shows {'; '.join(code_techs[:3])}")
     is_opt = score >= THRESHOLD
     if not is_opt:  # ISA/operator/technique detail is only kept for optimization commits
-        return Classification(round(score, 2), False, reasons, perf_claims=meta.claims)
+        return Classification(round(score, 2), False, reasons, perf_claims=meta.claims, claims=meta.parsed)
     arch_dirs = {a for p in meta.kernel_paths if (a := profile.kernel_arch(p))}
-    isas = detect_isas(diff.added_vocab, c.message, arch_dirs, " ".join(meta.code_paths), diff.added_signals)
+    isas = detect_isas(
+        diff.added_vocab, c.message, arch_dirs, " ".join(meta.code_paths), diff.added_signals, diff.added_tokens
+    )
     operators = detect_operators(meta.code_paths, c.message, lambda: _identifiers(diff.added_tokens))
     return Classification(
         score=round(score, 2),
@@ -992,6 +1139,7 @@ def classify(c: RawCommit, profile: LibraryProfile, tri: Triage, patch: str) -> 
         operators=operators,
         techniques=techniques,
         perf_claims=meta.claims,
+        claims=meta.parsed,
         kernel_files=meta.kernel_paths,
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from core.errors import InvalidInput
 from evaluator.runners.base import Measurement
 from evaluator.sandbox import Limits, RunOutput, run
 from evaluator.targets import TargetProfile
@@ -14,7 +15,12 @@ class NativeRunner:
     build_kind: BuildKind = "host"
 
     def check(self, target: TargetProfile) -> None:
-        return None  # native builds use the host profile whatever the target; the result says so
+        # Measuring this host for a RISC-V target would answer a different question than the one asked.
+        if target.is_riscv:
+            raise InvalidInput(
+                f"runner 'native' cannot serve target {target.key!r}: it builds and times this host",
+                "use --runner qemu (the emulated core) or ssh (a board), or --target host",
+            )
 
     def execute(self, build: Build, args: list[str], target: TargetProfile, limits: Limits) -> RunOutput:
         return run(["./" + build.binary.name, *args], build.workdir, limits)

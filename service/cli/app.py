@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
+from typer._click import exceptions as click_errors  # typer vendors click: its own classes
 
-from core.errors import EokError
+from core.errors import EokError, InvalidInput
 
 app = typer.Typer(
     name="eok",
@@ -24,27 +29,147 @@ err_console = Console(stderr=True, soft_wrap=True)  # an error stays one line wh
 JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables.")
 
 
+class RunnerName(StrEnum):
+    qemu = "qemu"
+    ssh = "ssh"
+    native = "native"
+
+
+class GeneratorName(StrEnum):
+    auto = "auto"
+    llm = "llm"
+    offline = "offline"
+
+
+# Commands that write under EOK_HOME (Neo4j data, caches, run artefacts): it is checked before they start.
+WRITES_HOME = {"db", "eval", "optimize", "mine", "serve", "up", "ideas"}
+INTERRUPTED_EXIT = 130  # the shell's code for a process stopped by SIGINT
+
+
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
 
+_json_mode = False  # set by run_cli when --json is among the arguments: errors then also go to stdout as JSON
+
+
+def _error(message: str, hint: str | None) -> None:
+    if _json_mode:  # a script reading stdout gets an object even when the command fails
+        print_json({"error": message, "fix": hint})
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+    if hint:
+        err_console.print(f"[yellow]fix:[/] {hint}", highlight=False)
+
+
 def run_cli(argv: list[str] | None = None) -> int:
-    """Run the app; EokError becomes one red line (plus the fix) and its exit code, never a traceback."""
+    """Run the app; every error becomes one line (plus the fix) and an exit code, never a traceback.
+
+    Click's own usage errors are caught here too (standalone_mode=False) so a bad option is one line like
+    every other error instead of a boxed panel."""
+    global _json_mode
+    _json_mode = "--json" in (sys.argv[1:] if argv is None else argv)
     try:
-        app(args=argv, standalone_mode=True)
-    except SystemExit as e:  # standalone mode reports usage errors and exits itself
-        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    except EokError as e:
-        err_console.print(f"[bold red]error:[/] {e.message}", highlight=False)
-        if e.hint:
-            err_console.print(f"[yellow]fix:[/] {e.hint}", highlight=False)
+        code = app(args=argv, prog_name="eok", standalone_mode=False)
+        return code if isinstance(code, int) else 0
+    except typer.Exit as e:
         return e.exit_code
-    return 0
+    except click_errors.NoArgsIsHelpError as e:  # `eok db` alone: the help, as Typer prints it
+        err_console.print(e.format_message() if hasattr(e, "format_message") else str(e))
+        return 2
+    except click_errors.UsageError as e:
+        cmd = e.ctx.command_path if e.ctx else "eok"
+        _error(_one_line(e.format_message()), f"see `{cmd} --help`")
+        return 2
+    except click_errors.ClickException as e:
+        _error(_one_line(e.format_message()), None)
+        return e.exit_code
+    except (KeyboardInterrupt, typer.Abort):
+        err_console.print("[yellow]interrupted[/]", highlight=False)
+        return INTERRUPTED_EXIT
+    except EokError as e:
+        _error(_one_line(e.message), e.hint)
+        return e.exit_code
+    except ValidationError as e:  # a request model built from arguments: name the field
+        err = e.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or e.title
+        _error(f"{field}: {err['msg']}", "see `eok --help` for the accepted values")
+        return 2
+    except OSError as e:  # a path we could not create, read or write: name it
+        _error(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "), "check the path and its permissions")
+        return 1
+    except Exception as e:  # a bug: still one line; EOK_DEBUG=1 shows where
+        if os.environ.get("EOK_DEBUG"):
+            raise
+        _error(f"unexpected {type(e).__name__}: {_one_line(str(e))}", "rerun with EOK_DEBUG=1 and report the traceback")
+        return 1
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def load_settings() -> Any:
+    """The settings, or one line naming the malformed EOK_* variable (pydantic raises a multi-line error)."""
+    from pydantic_settings import SettingsError
+
+    from core.settings import get_settings
+
+    try:
+        return get_settings()
+    except SettingsError as e:
+        field = str(e).split('"')[1] if '"' in str(e) else "a setting"
+        raise InvalidInput(
+            f"EOK_{field.upper()} is malformed: {_cause(e)}",
+            f"give EOK_{field.upper()} as JSON, e.g. " + _EXAMPLES.get(field, "a JSON value"),
+        ) from None
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise InvalidInput(
+            f"setting {field} ({_env_name(field)}): {err['msg']}", f"fix or unset {_env_name(field)}"
+        ) from None
+
+
+_EXAMPLES = {
+    "api_keys": """'{"<key>": "operator"}' (roles: reader, analyst, operator)""",
+    "task_dirs": """'["/path/to/tasks"]'""",
+    "mine_repos": """'["/path/to/OpenBLAS"]'""",
+}
+
+
+def _cause(e: Exception) -> str:
+    cause = e.__cause__ or e.__context__
+    return _one_line(str(cause)) if cause else "not valid JSON"
+
+
+def _env_name(field: str) -> str:
+    aliases = {"neo4j_uri": "NEO4J_URI", "neo4j_user": "NEO4J_USER", "neo4j_password": "NEO4J_PASSWORD"}
+    aliases |= {"openai_base_url": "OPENAI_BASE_URL", "openai_api_key": "OPENAI_API_KEY"}
+    return aliases.get(field, f"EOK_{field.upper()}")
+
+
+def check_home(home: Path) -> None:
+    """EOK_HOME must be a directory we can write (created when missing)."""
+    if home.exists() and not home.is_dir():
+        raise InvalidInput(f"EOK_HOME {home} is not a directory", "set EOK_HOME to a writable directory") from None
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InvalidInput(
+            f"EOK_HOME {home} cannot be created: {e.strerror}", "set EOK_HOME to a writable directory"
+        ) from None
+    if not os.access(home, os.W_OK | os.X_OK):
+        raise InvalidInput(f"EOK_HOME {home} is not writable", "set EOK_HOME to a writable directory") from None
 
 
 @app.callback()
-def _root() -> None:
+def _root(ctx: typer.Context) -> None:
     """EoK: experience-driven kernel optimizer for SpacemiT K1/K3 (RISC-V)."""
+    if ctx.resilient_parsing or "--help" in sys.argv:
+        return
+    settings = load_settings()
+    if ctx.invoked_subcommand in WRITES_HOME:
+        check_home(settings.home)
 
 
 @app.command()

@@ -8,8 +8,9 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from core.errors import Unavailable
 from core.settings import Settings, get_settings
-from service.cli.app import JsonOpt, app, console, print_json
+from service.cli.app import JsonOpt, app, console, err_console, print_json
 
 db_app = typer.Typer(help="Start, stop and inspect the Neo4j that holds the experience graph.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
@@ -71,10 +72,18 @@ def status(json_out: bool = JsonOpt) -> None:
     from knowledge.store import GraphStore  # the driver import is only paid by commands that need it
 
     settings = get_settings()
-    with GraphStore.connect(settings, migrate=False) as store:  # Unavailable names the URI and the fix
-        stats = store.stats()
-        stats["vector_index_pending"] = store.vector_index_pending()
-    info = {**_where(settings), **stats}
+    try:
+        with GraphStore.connect(settings, migrate=False) as store:  # Unavailable names the URI and the fix
+            stats = store.stats()
+            stats["vector_index_pending"] = store.vector_index_pending()
+    except Unavailable as e:
+        if not json_out:
+            raise
+        # A monitor reading stdout gets the state, not just an exit code; the line on stderr says why.
+        print_json({**_where(settings), "reachable": False, "error": e.message, "fix": e.hint})
+        err_console.print(f"[bold red]error:[/] {e.message}", highlight=False)
+        raise typer.Exit(e.exit_code) from None
+    info = {**_where(settings), "reachable": True, **stats}
     if json_out:
         print_json(info)
         return

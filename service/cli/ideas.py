@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 import typer
 from rich.table import Table
 
 from core.errors import NotFound
 from service.cli.app import JsonOpt, app, console, print_json
+
+
+class Kind(StrEnum):
+    thought = "thought"
+    idea = "idea"
+    experience = "experience"
+
 
 ideas_app = typer.Typer(help="Search and show mined ideas and thoughts.", no_args_is_help=True)
 app.add_typer(ideas_app, name="ideas")
@@ -18,7 +27,7 @@ def search(
     isa: str | None = typer.Option(None, "--isa", help="Only thoughts for this ISA (rvv, avx2, neon, ...)."),
     operator: str | None = typer.Option(None, "--operator", help="Only thoughts for this operator (gemv, ...)."),
     technique: str | None = typer.Option(None, "--technique", help="Only thoughts using this technique."),
-    kind: str | None = typer.Option(None, "--kind", help="thought | idea | experience"),
+    kind: Kind | None = typer.Option(None, "--kind", help="Only this kind of node."),
     k: int = typer.Option(10, "-k", "--top", min=1, max=200, help="How many results."),
     json_out: bool = JsonOpt,
 ) -> None:
@@ -26,7 +35,7 @@ def search(
     from knowledge.retrieval import SearchFilters
     from service.bootstrap import Container
 
-    filters = SearchFilters(kind=kind, isa=isa, operator=operator, technique=technique)  # type: ignore[arg-type]
+    filters = SearchFilters(kind=kind.value if kind else None, isa=isa, operator=operator, technique=technique)
     c = Container()
     try:
         hits = c.retriever.search(query, k=k, filters=filters)

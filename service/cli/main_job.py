@@ -17,7 +17,7 @@ DEFAULT_TASK = "softmax"  # exercises retrieval, several directions and a clear 
 def up(
     task: Annotated[str, typer.Option(help="suite task to optimize")] = DEFAULT_TASK,
     target: Annotated[str, typer.Option(help="target key")] = "k1-x60",
-    budget: Annotated[int, typer.Option(help="evaluations for the demonstration run")] = 16,
+    budget: Annotated[int, typer.Option(min=1, max=2000, help="evaluations for the demonstration run")] = 16,
     exit_after: Annotated[bool, typer.Option("--exit", help="stop after printing the result")] = False,
     json_out: bool = JsonOpt,
 ) -> None:
@@ -26,9 +26,13 @@ def up(
     from agent.types import RunRequest
     from knowledge import local_neo4j
     from service.bootstrap import Container
-    from service.cli.optimize import _execute, _outcome_json, _print_outcome
+    from service.cli.optimize import _check_up_front, _execute, _outcome_json, _print_outcome
+    from service.cli.serve import check_port_free
 
     settings = get_settings()
+    _check_up_front(task, target, None)
+    if not exit_after:
+        check_port_free(settings.api_host, settings.api_port)
     uri = local_neo4j.start(settings)
     log = err_console if json_out else console
     log.print(f"[bold]1/4[/] Neo4j at {uri}")

@@ -12,7 +12,7 @@ from rich.table import Table
 from agent.types import ProgressEvent, RunOutcome, RunRequest
 from core.errors import InvalidInput
 from core.settings import get_settings
-from service.cli.app import JsonOpt, app, console, print_json
+from service.cli.app import GeneratorName, JsonOpt, RunnerName, app, console, print_json
 
 
 class _Progress:
@@ -53,22 +53,29 @@ def _x(v: float | None) -> str:
 def optimize(
     task: Annotated[str | None, typer.Argument(help="suite task name or task directory")] = None,
     target: Annotated[str, typer.Option(help="target key: k1-x60, k3-x100, k3-a100, host")] = "k1-x60",
-    budget: Annotated[int, typer.Option(help="evaluations to spend")] = 32,
-    directions: Annotated[int, typer.Option(help="ideas explored side by side")] = 4,
-    generator: Annotated[str, typer.Option(help="auto | llm | offline")] = "auto",
+    budget: Annotated[int, typer.Option(min=1, max=2000, help="evaluations to spend")] = 32,
+    directions: Annotated[int, typer.Option(min=1, max=16, help="ideas explored side by side")] = 4,
+    generator: Annotated[GeneratorName, typer.Option(help="auto: the LLM when configured, else offline")] = (
+        GeneratorName.auto
+    ),
     seed: Annotated[int, typer.Option(help="random seed")] = 0,
-    runner: Annotated[str | None, typer.Option(help="qemu | ssh | native (default from settings)")] = None,
+    runner: Annotated[RunnerName | None, typer.Option(help="default: EOK_DEFAULT_RUNNER (qemu)")] = None,
     resume: Annotated[str | None, typer.Option(help="resume the run with this id")] = None,
+    cluster: Annotated[str | None, typer.Option(help="Ray cluster HOST:PORT or auto (default EOK_RAY_ADDRESS)")] = None,
     json_out: bool = JsonOpt,
 ) -> None:
     """Optimize a kernel task for a target; every evaluated candidate is recorded in the graph."""
     from agent.optimizer import Optimizer
+    from evaluator.executor import build_executor
     from service.bootstrap import Container
 
     if not task and not resume:
         raise InvalidInput("give a TASK (e.g. saxpy) or --resume RUN_ID", "see `eok tasks list`")
-    container = Container(get_settings())
-    opt = Optimizer(container)
+    if not resume:
+        _check_up_front(task or "", target, runner.value if runner else None)
+    settings = get_settings()
+    container = Container(settings)
+    opt = Optimizer(container, executor=build_executor(settings, cluster))
     if resume:
         run = opt.get_run(resume)
     else:
@@ -77,10 +84,10 @@ def optimize(
             target=target,
             budget=budget,
             directions=directions,
-            generator=generator,
+            generator=generator.value,
             seed=seed,
-            runner=runner,
-        )  # type: ignore[arg-type]
+            runner=runner.value if runner else None,
+        )
         run = opt.create_run(req)
     outcome = _execute(opt, run.id, run.budget, quiet=json_out)
     if json_out:
@@ -88,6 +95,18 @@ def optimize(
     else:
         _print_outcome(outcome)
     container.close()
+
+
+def _check_up_front(task: str, target: str, runner: str | None) -> None:
+    """Task, target and runner errors before the graph is touched (they need no Neo4j)."""
+    from evaluator.runners import get_runner
+    from evaluator.targets import load_target
+    from evaluator.tasks import load_task
+
+    settings = get_settings()
+    load_task(task, settings)
+    profile = load_target(target)
+    get_runner(runner or (settings.default_runner if profile.is_riscv else "native"), settings).check(profile)
 
 
 def _execute(opt, run_id: str, budget: int, quiet: bool) -> RunOutcome:
@@ -124,10 +143,11 @@ def _outcome_json(o: RunOutcome) -> dict:
 
 def _print_outcome(o: RunOutcome) -> None:
     r = o.run
-    t = Table(title=f"run {r.id}: {r.task_id} on {r.target_key}")
-    for col in ("best speedup", "evaluations", "LLM calls", "LLM tokens", "time", "status"):
+    t = Table(title=f"run {r.id}: {r.task_id} on {r.target_key}", caption="best speedup over the competent baseline")
+    for col in ("best speedup", "over -O3", "evaluations", "LLM calls", "LLM tokens", "time", "status"):
         t.add_column(col)
     t.add_row(
+        _x(r.best_competent_speedup),
         _x(r.best_speedup),
         f"{r.evaluations}/{r.budget}",
         str(r.llm_calls),

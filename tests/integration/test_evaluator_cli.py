@@ -49,8 +49,13 @@ def test_eval_of_the_reference_is_ok_and_modeled(capsys: pytest.CaptureFixture[s
     result = json.loads(out)
     assert code == 0 and result["status"] == "ok" and result["measurement"] == "modeled"
     assert result["speedup"] == pytest.approx(1.0, abs=0.05)  # the reference against itself
+    # The roofline of the modeled run: a bound, and achieved rates under the target's ceilings.
+    assert result["bound"] in ("compute", "L2", "DRAM")
+    assert 0 < result["flops_per_cycle"] <= result["peak_flops_per_cycle"]
+    assert 0 <= result["dram_bytes_per_cycle"] <= result["peak_dram_bytes_per_cycle"] * 1.01
     code, out, _ = cli(capsys, "eval", "saxpy")
     assert code == 0 and "ok" in out and "modeled cycles" in out and "speedup" in out
+    assert "-bound:" in out and "FLOP/cycle" in out
 
 
 def test_eval_of_a_wrong_candidate_file_fails(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -66,7 +71,7 @@ def test_eval_input_errors_are_one_clear_line(capsys: pytest.CaptureFixture[str]
     code, _, err = cli(capsys, "eval", "saxpy", "--target", "k9")
     assert code == 1 and "unknown target 'k9'" in err
     code, _, err = cli(capsys, "eval", "saxpy", "--candidate", str(tmp_path / "missing.c"))
-    assert code == 1 and "does not exist" in err
+    assert code == 2 and "does not exist" in err  # a usage error, as for any bad option
     bad = tmp_path / "broken"
     bad.mkdir()
     (bad / "task.toml").write_text('name = "broken"\n')

@@ -217,3 +217,120 @@ def amend_head(repo: git.Repo, message: str, when: int) -> str:
     """Rewrite the newest commit (same tree, new message and date): history the miner saw is gone."""
     repo.git.commit("--amend", "-m", message, env=_env(when))
     return repo.head.commit.hexsha
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A ggml-like history for ISA attribution, claims and example hunks.
+
+LICENCE = "".join(f"// Copyright (c) 2024 The Authors. Licensed under the MIT licence, line {i}.\n" for i in range(12))
+
+
+def _rvv_q8_dot(prefix: str, chains: int = 2) -> str:
+    """An RVV int8 dot product written with intrinsics named `prefix` + name ("" = pre-1.0 names)."""
+    p = prefix
+    body = "".join(
+        f"        vint8m1_t a{k} = {p}vle8_v_i8m1(x + i + {16 * k}, vl);\n"
+        f"        vint8m1_t b{k} = {p}vle8_v_i8m1(y + i + {16 * k}, vl);\n"
+        f"        acc{k} = {p}vwmacc_vv_i16m2(acc{k}, a{k}, b{k}, vl);\n"
+        for k in range(chains)
+    )
+    return (
+        "#include <riscv_vector.h>\n"
+        "int dot_q8_rvv(const signed char *x, const signed char *y, int n) {\n"
+        f"    size_t vl = {p}vsetvl_e8m1(16);\n"
+        f"    vint16m2_t acc0 = {p}vmv_v_x_i16m2(0, vl), acc1 = acc0, acc2 = acc0, acc3 = acc0;\n"
+        f"    for (int i = 0; i < n; i += {16 * chains}) {{\n" + body + "    }\n"
+        f"    vint32m1_t zero = {p}vmv_v_x_i32m1(0, 1);\n"
+        f"    vint32m1_t s = {p}vwredsum_vs_i16m2_i32m1(acc0, zero, vl);\n"
+        f"    return {p}vmv_x_s_i32m1_i32(s);\n"
+        "}\n"
+    )
+
+
+DISPATCH = """void ggml_vec_dot_q8(int n, float *s, const void *x, const void *y) {
+#if defined(__ARM_NEON)
+    *s = ggml_vec_dot_q8_arm(n, x, y);
+#elif defined(__AVX2__)
+    *s = ggml_vec_dot_q8_x86(n, x, y);
+#elif defined(__riscv_v_intrinsic)
+    *s = dot_q8_rvv(x, y, n);
+#else
+    *s = ggml_vec_dot_q8_generic(n, x, y);
+#endif
+}
+"""
+
+NEON_SILU = """#include <arm_neon.h>
+void silu_f32_neon(int n, float *y, const float *x) {
+    for (int i = 0; i + 8 <= n; i += 8) {
+        float32x4_t x0 = vld1q_f32(x + i), x1 = vld1q_f32(x + i + 4);
+        float32x4_t e0 = vexpq_f32(vnegq_f32(x0)), e1 = vexpq_f32(vnegq_f32(x1));
+        vst1q_f32(y + i, vdivq_f32(x0, vaddq_f32(vdupq_n_f32(1.0f), e0)));
+        vst1q_f32(y + i + 4, vdivq_f32(x1, vaddq_f32(vdupq_n_f32(1.0f), e1)));
+    }
+}
+"""
+
+AVX2_SILU = """#include <immintrin.h>
+void silu_f32_avx2(int n, float *y, const float *x) {
+    for (int i = 0; i + 16 <= n; i += 16) {
+        __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
+        __m256 e0 = exp256_ps(_mm256_sub_ps(_mm256_setzero_ps(), x0));
+        __m256 e1 = exp256_ps(_mm256_sub_ps(_mm256_setzero_ps(), x1));
+        _mm256_storeu_ps(y + i, _mm256_div_ps(x0, _mm256_add_ps(_mm256_set1_ps(1.0f), e0)));
+        _mm256_storeu_ps(y + i + 8, _mm256_div_ps(x1, _mm256_add_ps(_mm256_set1_ps(1.0f), e1)));
+    }
+}
+"""
+
+AVX2_CVT = """#include <immintrin.h>
+void fp16_to_fp32_row(const unsigned short *x, float *y, int n) {
+    for (int i = 0; i + 8 <= n; i += 8) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(x + i));
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(h));
+        __m128i h2 = _mm_loadu_si128((const __m128i *)(x + i + 8));
+        _mm256_storeu_ps(y + i + 8, _mm256_cvtph_ps(h2));
+    }
+}
+"""
+
+# title -> (isas, operators) the miner must give each optimization of build_attribution_repo
+ATTRIBUTION: dict[str, tuple[list[str], list[str]]] = {
+    "ggml : faster q8_0 dot on SpacemiT X60 (1.6x vs the x86 port, X100 too)": (["rvv"], ["quant_dot"]),
+    "ggml : speed up fp16 conversion with AVX2, 2x faster": (["avx2"], ["quantize"]),
+    "ggml : vectorize silu for NEON and AVX2 (1.3x faster)": (["avx2", "neon"], ["activation"]),
+}
+RENAME_TITLE = "riscv: use the __riscv_ prefixed RVV 1.0 intrinsics"
+
+
+def build_attribution_repo(path: Path) -> git.Repo:
+    """Old-style RVV code, its rename to `__riscv_` names, a multi-ISA dispatch change with X60/x86/X100 in
+    the message, a type conversion, and one commit with NEON and AVX2 code (behind a licence header)."""
+    repo = init_repo(path)
+    t = 1_710_000_000
+    rv, cpu = "ggml/src/ggml-cpu/arch/riscv/quants.c", "ggml/src/ggml-cpu/quants.c"
+    _commit(repo, "ggml : initial CPU backend", {cpu: "// dispatch\n", rv: _rvv_q8_dot("")}, t)
+    _commit(repo, RENAME_TITLE, {rv: _rvv_q8_dot("__riscv_")}, t + 10)
+    _commit(
+        repo,
+        "ggml : faster q8_0 dot on SpacemiT X60 (1.6x vs the x86 port, X100 too)\n\n"
+        "Four independent widening accumulators hide the vwmacc latency on the X60 cores.\n",
+        {cpu: DISPATCH, rv: _rvv_q8_dot("__riscv_", chains=4)},
+        t + 20,
+    )
+    _commit(
+        repo,
+        "ggml : speed up fp16 conversion with AVX2, 2x faster",
+        {"ggml/src/ggml-cpu/arch/x86/convert.c": AVX2_CVT},
+        t + 30,
+    )
+    _commit(
+        repo,
+        "ggml : vectorize silu for NEON and AVX2 (1.3x faster)",
+        {
+            "ggml/src/ggml-cpu/arch/arm/vec.c": LICENCE + NEON_SILU,
+            "ggml/src/ggml-cpu/arch/x86/vec.c": LICENCE + AVX2_SILU,
+        },
+        t + 40,
+    )
+    return repo

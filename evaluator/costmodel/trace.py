@@ -25,6 +25,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,9 +36,10 @@ from core.errors import EokError, InvalidInput, Unavailable
 _IN_ASM_RE = re.compile(rb"IN:[^\n]*\n((?:0x[0-9a-f]{16}:[^\n]*\n)+)")
 _IN_ASM_LINE_RE = re.compile(rb"0x([0-9a-f]{16}):\s+([0-9a-f]+)\s")
 
-# qemu 7.2 riscv TB flag fields (target/riscv/cpu.h); only these bits matter for costing.
-_LMUL_SHIFT, _SEW_SHIFT, _VILL_BIT = 3, 6, 12
-VTYPE_FLAG_MASK = (0x7 << _LMUL_SHIFT) | (0x7 << _SEW_SHIFT) | (1 << _VILL_BIT)
+# qemu 7.2 riscv TB flag fields (target/riscv/cpu.h); only these bits matter for costing. VL_EQ_VLMAX (bit 11)
+# is set when vl == VLMAX and vstart == 0: TBs run with a shorter vl (tails) are told apart by it.
+_LMUL_SHIFT, _SEW_SHIFT, VL_EQ_VLMAX_BIT, _VILL_BIT = 3, 6, 11, 12
+VTYPE_FLAG_MASK = (0x7 << _LMUL_SHIFT) | (0x7 << _SEW_SHIFT) | (1 << VL_EQ_VLMAX_BIT) | (1 << _VILL_BIT)
 
 LMUL_NAMES = {0: "M1", 1: "M2", 2: "M4", 3: "M8", 5: "MF8", 6: "MF4", 7: "MF2"}
 SEW_NAMES = {0: "E8", 1: "E16", 2: "E32", 3: "E64"}
@@ -79,24 +81,25 @@ class RegionTrace:
     returncode: int
 
 
-def qemu_with_logging(qemu_argv: list[str], log: Path) -> list[str]:
+def qemu_with_logging(qemu_argv: list[str], log: Path, extra: list[str] | None = None) -> list[str]:
+    """`qemu_argv` with TB logging (and `extra` qemu options, e.g. the memory plugin) after argv[0]."""
     if not qemu_argv:
         raise InvalidInput("qemu_argv is empty", hint="pass the full qemu-riscv64 command line of the harness")
-    clashing = {"-d", "-D", "-dfilter", "-singlestep"} & set(qemu_argv)
+    clashing = {"-d", "-D", "-dfilter", "-singlestep", "-plugin"} & set(qemu_argv)
     if clashing:
         raise InvalidInput(
             f"qemu_argv already sets {sorted(clashing)}",
             hint="leave logging options out; the cost model adds -d in_asm,exec,nochain -D <log> itself",
         )
-    return [qemu_argv[0], "-d", "in_asm,exec,nochain", "-D", str(log), *qemu_argv[1:]]
+    return [qemu_argv[0], "-d", "in_asm,exec,nochain", "-D", str(log), *(extra or []), *qemu_argv[1:]]
 
 
 def run_logged(
-    qemu_argv: list[str], cwd: Path, workdir: Path, timeout_s: float, max_log_bytes: int
+    qemu_argv: list[str], cwd: Path, workdir: Path, timeout_s: float, max_log_bytes: int, extra: list[str] | None = None
 ) -> tuple[Path, float, int]:
     """Run qemu with TB logging; stop it when it overruns the time or log budget. Returns (log, secs, rc)."""
     log = workdir / "qemu-exec.log"
-    argv = qemu_with_logging(qemu_argv, log)
+    argv = qemu_with_logging(qemu_argv, log, extra)
     out_path, err_path = workdir / "stdout", workdir / "stderr"
     start = time.perf_counter()
     with out_path.open("wb") as out, err_path.open("wb") as err:
@@ -241,11 +244,18 @@ def trace_region(
     markers: tuple[int, int],
     timeout_s: float,
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
+    memory: Callable[[Path], list[str]] | None = None,
+    on_done: Callable[[Path], None] | None = None,
 ) -> RegionTrace:
-    """Run qemu, then cut out the region between the marker addresses (begin pc, end pc)."""
+    """Run qemu, then cut out the region between the marker addresses (begin pc, end pc).
+
+    `memory(workdir)` gives extra qemu options for the run (the memory plugin, writing into workdir);
+    `on_done(workdir)` reads what they wrote before the directory goes away.
+    """
     with tempfile.TemporaryDirectory(prefix="eok-costmodel-") as tmp:
         workdir = Path(tmp)
-        log, seconds, rc = run_logged(qemu_argv, cwd, workdir, timeout_s, max_log_bytes)
+        extra = memory(workdir) if memory else None
+        log, seconds, rc = run_logged(qemu_argv, cwd, workdir, timeout_s, max_log_bytes, extra)
         size = log.stat().st_size if log.exists() else 0
         try:
             if size == 0:
@@ -259,4 +269,6 @@ def trace_region(
             if rc in (-signal.SIGXFSZ, 128 + signal.SIGXFSZ):
                 exc.hint = "the TB log hit the file-size limit: shrink the model-mode problem size"
             raise
+        if on_done:
+            on_done(workdir)
     return RegionTrace(keys, tb_addrs, regions, seconds, size, rc)

@@ -3,7 +3,7 @@
 The symbol table is read directly (it is needed before qemu runs, for the marker addresses). Instruction
 text comes from llvm-objdump-22, run afterwards on just the functions the region executed: disassembling
 all of a static glibc would cost more than the qemu run of a small kernel. Which addresses form a TB is
-qemu's business (costmodel_trace); this module only names the instructions.
+qemu's business (trace.py); this module only names the instructions.
 """
 
 from __future__ import annotations

@@ -14,8 +14,9 @@ import tempfile
 from pathlib import Path
 
 from core.errors import Unavailable
-from evaluator import costmodel
-from evaluator.costmodel_mca import MCA, MCA_FLAGS, streams
+from evaluator.costmodel import model
+from evaluator.costmodel.blocks import executed_blocks
+from evaluator.costmodel.mca import MCA, MCA_FLAGS, streams
 
 CLANG = "clang-22"
 QEMU = "qemu-riscv64"
@@ -44,9 +45,9 @@ def whole_trace_cycles(binary: Path, argv: list[str], decoupled: bool = True) ->
     the whole region with no synchronisation at all, so max(v, s) is a lower bound (perfect overlap).
     """
     binary = binary.resolve()
-    trace, dis = costmodel.trace_kernel(binary, argv, timeout_s=120.0, max_log_bytes=1 << 30)
-    blocks, ids, _ = costmodel.executed_blocks(trace, dis)
-    executed = [blocks[i] for i in ids.tolist()]
+    trace, dis, _ = model.trace_kernel(binary, argv, timeout_s=120.0, max_log_bytes=1 << 30)
+    blocks = executed_blocks(trace, dis)
+    executed = [blocks.segments[i] for i in blocks.ids.tolist()]
     with tempfile.TemporaryDirectory(prefix="eok-whole-") as tmp:
         work = Path(tmp)
         totals: dict[str, int] = {}

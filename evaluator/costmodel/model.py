@@ -1,0 +1,257 @@
+"""The pipeline: modeled cycles of one kernel call on a SpacemiT core, without a board.
+
+qemu-riscv64 runs the harness once, logging every translation block (TB) it executes and, through the
+memory plugin, every data access into a simulated cache of the target. The TBs between
+`eok_region_begin()` and `eok_region_end()` are grouped into dynamic loops (priced as steady-state cycles
+per iteration) and the remaining TBs (priced as the cycles each adds after its dynamic predecessor); every
+such unit is simulated by llvm-mca-22 with LLVM's `spacemit-x60` scheduling model (mca.py), and then costs
+max(core cycles, L2 traffic / L2 bandwidth, DRAM traffic / DRAM bandwidth): a roofline per unit.
+docs/COSTMODEL.md gives the method, limits and accuracy.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from core.errors import EokError, InvalidInput
+from evaluator.costmodel.blocks import costing_units, executed_blocks
+from evaluator.costmodel.elf import Disassembly, ElfSymbols, disassemble, require_objdump
+from evaluator.costmodel.loops import Loop, find_loops
+from evaluator.costmodel.mca import MODEL_VERSION, CostCache, cost_units, llvm_version, require_mca
+from evaluator.costmodel.memory import CacheGeometry, MemoryStats, plugin_argv, plugin_path, read_stats
+from evaluator.costmodel.trace import DEFAULT_MAX_LOG_BYTES, RegionTrace, trace_region
+
+BEGIN_MARKER, END_MARKER = "eok_region_begin", "eok_region_end"
+BOUNDS = ("compute", "L2", "DRAM")
+
+
+class ModeledTiming(BaseModel):
+    """Cycles the model predicts for the code between the markers, and how it got them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cycles: float
+    instructions: int  # dynamic instructions between the markers
+    blocks_executed: int  # dynamic TBs between the markers
+    unique_blocks: int  # distinct (TB, vtype, vl class) blocks among them
+    model: str  # e.g. "spacemit-x60/llvm-mca-22.1.8/decoupled+mem/v3"
+    approximate: bool  # True: stand-in model (K3 cores), or some instructions had no llvm-mca cost
+    # Roofline view (all zero when the memory stage was off).
+    bound: str = "compute"  # what dominated the cycles: "compute" (core incl. L1 hits), "L2" or "DRAM"
+    core_cycles: float = 0.0  # the cycles with every access an L1 hit (the pipeline alone)
+    bytes_accessed: float = 0.0  # loads + stores the kernel made
+    l2_bytes: float = 0.0  # lines moved between L1 and L2 (fills and write-backs)
+    dram_bytes: float = 0.0  # lines moved between L2 and DRAM
+    flops: float = 0.0  # floating-point operations (an FMA is 2), vector ones times vl
+    peak_flops_per_cycle: float = 0.0  # the target's roofline: compute ceiling...
+    peak_l2_bytes_per_cycle: float = 0.0  # ...and the two bandwidth ceilings it was priced with
+    peak_dram_bytes_per_cycle: float = 0.0
+
+    @property
+    def bytes_per_cycle(self) -> float:
+        return self.bytes_accessed / self.cycles if self.cycles else 0.0
+
+    @property
+    def dram_bytes_per_cycle(self) -> float:
+        return self.dram_bytes / self.cycles if self.cycles else 0.0
+
+    @property
+    def flops_per_cycle(self) -> float:
+        return self.flops / self.cycles if self.cycles else 0.0
+
+
+@dataclass(frozen=True)
+class Machine:
+    """How one cost-model name is priced: its target's data (evaluator/targets/*.toml, [costmodel])."""
+
+    name: str
+    mca_cpu: str
+    approximate: bool
+    vlen: int
+    geometry: CacheGeometry
+    l2_bytes_per_cycle: float
+    dram_bytes_per_cycle: float
+    peak_flops_per_cycle: float
+    scalar_scale: float = 1.0
+    vector_scale: float = 1.0
+    ooo_issue: int = 0  # > 0: an out-of-order core of this issue width (loops priced by throughput/recurrence)
+
+
+@cache
+def machines() -> dict[str, Machine]:
+    """Every cost-model name a target declares, with its data."""
+    from evaluator.targets import list_targets  # evaluator.targets reads TOML only; imported late on purpose
+
+    out: dict[str, Machine] = {}
+    for t in list_targets():
+        c = t.costmodel
+        if not t.cost_model or c is None:
+            continue
+        geometry = CacheGeometry(t.l1d_kb * 1024, c.l1d_ways, t.l2_kb * 1024, c.l2_ways, t.cache_line)
+        out[t.cost_model] = Machine(
+            t.cost_model,
+            c.mca_cpu,
+            c.approximate,
+            t.vlen,
+            geometry,
+            c.l2_bytes_per_cycle,
+            c.dram_gbps / t.clock_ghz,
+            c.peak_flops_per_cycle,
+            c.scalar_scale,
+            c.vector_scale,
+            t.issue if t.out_of_order else 0,
+        )
+    return out
+
+
+@dataclass
+class ModelBreakdown:
+    """Internals of one modeled run, for the benchmark script and the tests."""
+
+    timing: ModeledTiming
+    loops: list[Loop]
+    loop_cycles: float
+    other_cycles: float
+    units_simulated: int  # units llvm-mca ran this time (the rest came from the cache)
+    units_total: int
+    log_bytes: int
+    seconds: dict[str, float] = field(default_factory=dict)
+    cycles_by_bound: dict[str, float] = field(default_factory=dict)
+
+
+def model_kernel_cycles(
+    binary: Path,
+    qemu_argv: list[str],
+    cache_dir: Path,
+    mcpu: str = "spacemit-x60",
+    timeout_s: float = 60.0,
+) -> ModeledTiming:
+    """Modeled cycles of the kernel call between the markers of `binary`.
+
+    `qemu_argv` is the complete qemu-riscv64 command that runs the harness; it runs in `binary`'s directory
+    with TB logging and the memory plugin added. Unit costs are cached in `cache_dir` (one SQLite file).
+    """
+    return model_kernel_breakdown(binary, qemu_argv, cache_dir, mcpu, timeout_s).timing
+
+
+def model_kernel_breakdown(
+    binary: Path,
+    qemu_argv: list[str],
+    cache_dir: Path | None,
+    mcpu: str = "spacemit-x60",
+    timeout_s: float = 60.0,
+    *,
+    decoupled: bool = True,
+    memory: bool = True,
+    max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
+) -> ModelBreakdown:
+    """`model_kernel_cycles` with its internals.
+
+    `decoupled=False` prices with plain in-order llvm-mca; `memory=False` leaves the memory stage out (every
+    access an L1 hit, every vector op at its full VLMAX: the model before issue 11).
+    """
+    target = _target(mcpu)
+    require_mca()
+    binary = Path(binary)
+    t0 = time.perf_counter()
+    trace, dis, mem = trace_kernel(binary, qemu_argv, timeout_s, max_log_bytes, target if memory else None, cache_dir)
+    t1 = time.perf_counter()
+    blocks = executed_blocks(trace, dis, target.vlen, mem)
+    loops = find_loops(blocks.ids)
+    units, weights, traffic = costing_units(blocks.segments, blocks.ids, loops, blocks.traffic)
+    cache = CostCache(cache_dir) if cache_dir is not None else None
+    try:
+        costs, simulated = cost_units(
+            units, target.mca_cpu, cache, decoupled, target.scalar_scale, target.vector_scale, target.ooo_issue
+        )
+    finally:
+        if cache:
+            cache.close()
+    w = np.array(weights)
+    core = np.array([c.cycles for c in costs])
+    # Roofline per unit: the pipeline (L1 hits included) against the bandwidth of each level below it.
+    levels = np.stack(
+        [core, traffic[:, 1] / target.l2_bytes_per_cycle, traffic[:, 2] / target.dram_bytes_per_cycle], axis=1
+    ).reshape(len(units), 3)
+    per_unit = levels.max(axis=1) if len(units) else np.zeros(0)
+    which = levels.argmax(axis=1) if len(units) else np.zeros(0, dtype=np.int64)
+    by_bound = {b: float((w * per_unit)[which == i].sum()) for i, b in enumerate(BOUNDS)}
+    is_loop = np.array([u.kind == "loop" for u in units], dtype=bool)
+    total = float((w * per_unit).sum())
+    totals = (w[:, None] * traffic).sum(axis=0) if len(units) else np.zeros(4)
+    mode = ("decoupled" if decoupled else "in-order") + ("+mem" if memory else "")
+    name = mcpu if mcpu == target.mca_cpu else f"{mcpu}~{target.mca_cpu}"
+    timing = ModeledTiming(
+        cycles=total,
+        instructions=blocks.instructions,
+        blocks_executed=len(blocks.ids),
+        unique_blocks=len(blocks.segments),
+        model=f"{name}/llvm-mca-{llvm_version()}/{mode}/v{MODEL_VERSION}",
+        approximate=target.approximate or any(c.unsupported for c in costs),
+        bound=max(by_bound, key=lambda b: by_bound[b]) if total > 0 else "compute",
+        core_cycles=float((w * core).sum()),
+        bytes_accessed=float(totals[0]),
+        l2_bytes=float(totals[1]),
+        dram_bytes=float(totals[2]),
+        flops=float(totals[3]),
+        peak_flops_per_cycle=target.peak_flops_per_cycle,
+        peak_l2_bytes_per_cycle=target.l2_bytes_per_cycle,
+        peak_dram_bytes_per_cycle=target.dram_bytes_per_cycle,
+    )
+    t2 = time.perf_counter()
+    seconds = {"qemu": trace.qemu_seconds, "trace": t1 - t0 - trace.qemu_seconds, "mca": t2 - t1, "total": t2 - t0}
+    loop_cycles = float((w * per_unit)[is_loop].sum())
+    return ModelBreakdown(
+        timing, loops, loop_cycles, total - loop_cycles, simulated, len(units), trace.log_bytes, seconds, by_bound
+    )
+
+
+def _target(mcpu: str) -> Machine:
+    known = machines()
+    if mcpu not in known:
+        raise InvalidInput(f"mcpu {mcpu!r} has no cost model", hint=f"use one of: {', '.join(known)}")
+    return known[mcpu]
+
+
+def trace_kernel(
+    binary: Path,
+    qemu_argv: list[str],
+    timeout_s: float,
+    max_log_bytes: int,
+    machine: Machine | None = None,
+    plugin_dir: Path | None = None,
+) -> tuple[RegionTrace, Disassembly, MemoryStats | None]:
+    """Run the harness under logging qemu (with the memory plugin for `machine`, if given); return the
+    region's TB trace, the text of what it executed and its per-instruction memory counts."""
+    symbols = ElfSymbols(binary)
+    markers = symbols.address(BEGIN_MARKER), symbols.address(END_MARKER)
+    require_objdump()
+    stats: list[MemoryStats] = []
+    plugin = None
+    if machine is not None:
+        so, geometry = plugin_path(plugin_dir), machine.geometry
+
+        def plugin(workdir: Path) -> list[str]:
+            return plugin_argv(so, markers, workdir / "memsim.txt", geometry)
+
+        def collect(workdir: Path) -> None:
+            stats.append(read_stats(workdir / "memsim.txt", geometry.line))
+
+    trace = trace_region(
+        qemu_argv, binary.parent, markers, timeout_s, max_log_bytes, plugin, collect if plugin else None
+    )
+    pcs = {int(k) >> 16 for k in np.unique(trace.keys).tolist()}
+    missing = sorted(pc for pc in pcs if pc not in trace.tb_addrs)
+    if missing:
+        raise EokError(
+            f"qemu executed a TB at {missing[0]:#x} but never printed its translation",
+            hint="the qemu log is incomplete; check that the disk is not full and rerun",
+        )
+    dis = disassemble(symbols, sorted({a for pc in pcs for a in trace.tb_addrs[pc]}))
+    return trace, dis, stats[0] if stats else None

@@ -1,0 +1,113 @@
+"""ISA attribution, operators and speedup claims on a real ggml-like history built by the test."""
+
+from __future__ import annotations
+
+import pytest
+
+from miners import gitwalk
+from miners.classify import parse_claims, parse_perf_claims
+from miners.pipeline import classify_commits
+from miners.profiles import GGML
+from tests.support.gitrepos import ATTRIBUTION, RENAME_TITLE, build_attribution_repo
+
+
+@pytest.fixture(scope="module")
+def mined(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    path = tmp_path_factory.mktemp("attr") / "ggml"
+    build_attribution_repo(path)
+    handle = gitwalk.open_repository(str(path), path / "cache")
+    warnings = gitwalk.WalkWarnings()
+    out = classify_commits(handle, GGML, gitwalk.walk_commits(handle, ["HEAD"], warnings), warnings)
+    return {m.raw.title: m for m in out}
+
+
+def test_isas_come_from_vector_code_not_guards_or_names(mined: dict) -> None:
+    got = {
+        t: ([str(i) for i in m.classification.isas], [str(o) for o in m.classification.operators])
+        for t, m in mined.items()
+        if m.classification.is_optimization
+    }
+    assert got == ATTRIBUTION
+
+
+def test_cpu_names_are_not_speedups_and_figures_keep_their_span(mined: dict) -> None:
+    c = mined["ggml : faster q8_0 dot on SpacemiT X60 (1.6x vs the x86 port, X100 too)"].classification
+    assert c.perf_claims == [1.6]
+    assert [(x.value, x.plausible) for x in c.claims] == [(1.6, True)]
+    assert "1.6x vs the x86 port" in c.claims[0].span
+
+
+def test_a_rename_to_the_riscv_prefix_adds_no_intrinsics(mined: dict) -> None:
+    rename = mined[RENAME_TITLE].classification
+    assert not rename.is_optimization
+    assert not any("SIMD intrinsic" in r for r in rename.reasons), rename.reasons
+
+
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        ("2.3x faster on SpacemiT X60", [2.3]),
+        ("faster than x86 and x64 builds; X100 cores", []),
+        ("x1.5 faster on X60", [1.5]),
+        ("improves performance on the A100 and H100", []),
+    ],
+)
+def test_names_never_parse_as_figures(text: str, values: list[float]) -> None:
+    assert parse_perf_claims(text) == values
+
+
+def test_implausible_figures_are_flagged_not_believed() -> None:
+    (big,) = parse_claims("sgemm is now 86x faster")
+    assert big.value == 86 and not big.plausible and "implausible" in big.flag
+    (lone,) = parse_claims("12x faster")
+    assert not lone.plausible and "benchmark" in lone.flag
+    (backed,) = parse_claims("12x speedup\n| pp512 | 100 t/s | 1200 t/s |")
+    assert backed.plausible and backed.span == "12x speedup"
+    assert parse_perf_claims("sgemm is now 86x faster, 1.2x on small sizes") == [1.2]
+
+
+def test_retrieval_prior_ignores_implausible_figures() -> None:
+    from knowledge.retrieval import _outcome_prior
+
+    def prior(x: float | None) -> float:
+        return _outcome_prior("Thought", {"node": {"prior_speedup": x, "evidence_commits": 2}})
+
+    assert prior(86.0) == prior(None) < prior(1.8)
+
+
+def test_classifier_misses_vendor_backends_squashed_reviews_and_performance_bugs(tmp_path) -> None:
+    from miners.profiles import ONNXRUNTIME
+    from tests.support.gitrepos import _commit, init_repo
+
+    repo = init_repo(tmp_path / "ggml")
+    ime = "".join(
+        f"static inline void ime_tile_{i}(const int8_t *a, int32_t *c) {{ c[{i}] += a[{i}]; }}\n" for i in range(40)
+    )
+    _commit(repo, "ggml : initial", {"ggml/src/ggml-cpu/repack.cpp": "int x;\n"}, 1_700_000_000)
+    _commit(
+        repo,
+        "ggml: riscv: add riscv spacemit backend (llama/15288)\n\n* ggml: add spacemit backend\n\n"
+        "* fixed for review comments, file renamed and format\n\n* add new line at end of file\n",
+        {"ggml/src/ggml-cpu/spacemit/ime.cpp": ime},
+        1_700_000_100,
+    )
+    _commit(
+        repo,
+        "ggml-cpu: fix performance bug in q4_0 repack",
+        {"ggml/src/ggml-cpu/repack.cpp": "int x;\nint y;\n"},
+        1_700_000_200,
+    )
+    handle = gitwalk.open_repository(str(tmp_path / "ggml"), tmp_path / "cache")
+    warnings = gitwalk.WalkWarnings()
+    got = {
+        m.raw.title: m.classification
+        for m in classify_commits(handle, GGML, gitwalk.walk_commits(handle, ["HEAD"], warnings), warnings)
+    }
+    backend = got["ggml: riscv: add riscv spacemit backend (llama/15288)"]
+    assert backend.is_optimization and backend.isas == ["rvv"], backend.reasons
+    assert not any("fix" in r for r in backend.reasons)  # the review rounds of a squashed PR are not its purpose
+    perf_bug = got["ggml-cpu: fix performance bug in q4_0 repack"]
+    assert perf_bug.is_optimization and any("fixes slowness" in r for r in perf_bug.reasons), perf_bug.reasons
+    # ONNX Runtime's GPU kernels are kernel code (and GPU code)
+    assert ONNXRUNTIME.kernel_arch("onnxruntime/contrib_ops/cuda/bert/attention_softmax.cu") == ""
+    assert ONNXRUNTIME.kernel_arch("onnxruntime/core/providers/cuda/math/matmul.cc") == ""
