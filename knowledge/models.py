@@ -229,7 +229,7 @@ class Run(Node):
     error: str | None = None
     started_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None
-<<<<<<< HEAD
+    bootstrap_id: str | None = None  # the bootstrap (suite-wide first pass) this run belongs to
     # Which process executes the run (agent/lease.py): at most one holds an unexpired lease.
     lease_owner: str | None = None
     lease_until: datetime | None = None
@@ -237,8 +237,6 @@ class Run(Node):
     started_by: str | None = None
     resumed_by: str | None = None
     cancelled_by: str | None = None
-=======
-    bootstrap_id: str | None = None  # the bootstrap (suite-wide first pass) this run belongs to
 
 
 class Bootstrap(Node):
@@ -258,7 +256,6 @@ class Bootstrap(Node):
     executor: str = ""  # where its evaluations ran, as the executor described itself
     started_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None
->>>>>>> main
 
 
 class RelType(StrEnum):

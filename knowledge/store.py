@@ -179,12 +179,6 @@ class GraphStore:
                 with self._driver.session(database=self.database) as s:
                     s.run(stmt).consume()  # schema commands need auto-commit transactions
                 return
-            except ClientError as e:
-                # Seen on a loaded machine: a retried (or concurrent) IF NOT EXISTS still reports the rule
-                # it created as "equivalent ... already exists". The wanted rule exists: that is success.
-                if "IF NOT EXISTS" in stmt.upper() and (e.code or "").endswith("AlreadyExists"):
-                    return
-                raise
             except TransientError:
                 if attempt == attempts - 1:
                     raise
