@@ -489,10 +489,11 @@ def group_ideas(
                     rest.append(i)
             loose = rest
         taken: set[int] = set()
-        for a in loose:
+        close = vectors[loose] @ vectors[loose].T >= threshold if loose else np.zeros((0, 0), bool)
+        for ai, a in enumerate(loose):
             if a in taken:
                 continue
-            near = [b for b in loose if b not in taken and float(vectors[a] @ vectors[b]) >= threshold]
+            near = [b for bi, b in enumerate(loose) if close[ai, bi] and b not in taken]
             if len({facts[b].change for b in near}) >= 2:
                 gid = f"{fallback}:{facts[a].change}"
                 groups[gid] = IdeaGroup(gid, tech, [facts[b].id for b in near], changed=True)

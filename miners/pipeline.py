@@ -352,7 +352,7 @@ class Miner:
         """Thoughts already in the graph among `ids`, with their evidence: a re-mined or mirrored change."""
         rows = self.store.read(
             "MATCH (t:Thought) WHERE t.id IN $ids OPTIONAL MATCH (t)-[:EVIDENCED_BY]->(c:Commit) "
-            "RETURN t {.*, embedding: null} AS t, collect(c.sha) AS shas",
+            "RETURN t {.*, embedding: null, embedding_vector: null} AS t, collect(c.sha) AS shas",
             ids=ids,
         )
         return {r["t"]["id"]: {**r["t"], "shas": r["shas"]} for r in rows}

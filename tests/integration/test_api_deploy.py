@@ -90,3 +90,12 @@ def test_compose_neo4j_has_the_local_launchers_hardening(tmp_path: Path) -> None
             assert all(any(fnmatch.fnmatch(p, pat) for pat in patterns) for p in PROCEDURE_ALLOWLIST)
         elif key != "server.directories.import":  # a path inside the container
             assert str(env[name]) == value, name
+
+
+def test_compose_offers_an_optional_ray_head_and_worker() -> None:
+    services = compose()["services"]
+    head, worker = services["ray-head"], services["ray-worker"]
+    assert head["profiles"] == worker["profiles"] == ["ray"]  # `docker compose up` alone starts no cluster
+    assert head["command"][:3] == ["eok", "worker", "--head"] and "--num-cpus" in head["command"]
+    assert worker["command"][:4] == ["eok", "worker", "--cluster", "ray-head:6380"]
+    assert "EOK_RAY_ADDRESS" in services["eok"]["environment"]

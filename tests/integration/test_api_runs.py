@@ -251,6 +251,8 @@ def test_a_real_run_over_http(graph: Container) -> None:
     # sscal is an exact task: its competent baseline differs from -O3 only by -fno-math-errno
     assert detail["best"]["competent_speedup"] == pytest.approx(detail["best_competent_speedup"])
     assert detail["best_competent_speedup"] and detail["best_competent_speedup"] > 0
+    # the live events carry it too (the page shows both): the finished event's best is the run's best
+    assert events[-1]["data"]["best_competent_speedup"] == pytest.approx(detail["best_competent_speedup"])
 
 
 def test_history_and_event_ids_continue_across_a_resume(graph: Container) -> None:
