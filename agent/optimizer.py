@@ -28,7 +28,7 @@ from agent.report import candidates, lineage, write_artifacts
 from agent.types import ProgressEvent, RunOutcome, RunRequest
 from core.errors import InvalidInput, NotFound
 from evaluator.evaluate import Candidate, EvalResult, Evaluator
-from evaluator.runners import get_runner
+from evaluator.executor import EvalExecutor, EvalJob, InProcessExecutor
 from evaluator.targets import TargetProfile, load_target
 from evaluator.tasks import KernelTask, load_task
 from knowledge.models import Experience, ExperienceStatus, Run, RunStatus, Target, Task, utcnow
@@ -85,23 +85,28 @@ class Optimizer:
         container: Container,
         generator: Generator | None = None,
         evaluator: Evaluator | None = None,
+        executor: EvalExecutor | None = None,
     ) -> None:
         self.c = container
         self.settings = container.settings
         self._generator = generator
         self.evaluator = evaluator or Evaluator(self.settings)
+        # Where evaluations run: threads of this process unless a cluster executor is handed in.
+        self.executor = executor or InProcessExecutor(self.settings, self.evaluator)
         self.recorder = Recorder(container.store, container.embedder)
 
     # ------------------------------------------------------------------------------------- public API
 
-    def create_run(self, req: RunRequest) -> Run:
+    def create_run(self, req: RunRequest, run_id: str | None = None, bootstrap_id: str | None = None) -> Run:
+        """A new queued run; `run_id` fixes its id (a bootstrap names its runs so a resume finds them)."""
         task = load_task(req.task, self.settings)
         target = load_target(req.target)
         generator = self._resolve_generator_name(req.generator)
         runner = req.runner or (self.settings.default_runner if target.is_riscv else "native")
-        get_runner(runner, self.settings).check(target)  # a runner that cannot serve the target is an error now
+        self.executor.check(runner, target)  # a runner that cannot serve the target is an error now
         run = Run(
-            id=f"run-{utcnow():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}",
+            id=run_id or f"run-{utcnow():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}",
+            bootstrap_id=bootstrap_id,
             task_id=task.name,
             target_key=target.key,
             budget=req.budget,
@@ -195,7 +200,7 @@ class Optimizer:
         runner = opts.get("runner") or self.settings.default_runner
         self._ensure_knowledge()
         self.recorder.update_run(run.id, status=RunStatus.RUNNING.value)
-        baseline = self.evaluator.baseline(task, target, runner)
+        baseline = self.executor.submit(EvalJob.baseline(task, target, runner)).result()
         if not baseline.ok:
             raise InvalidInput(
                 f"task {task.name}: the reference fails its own harness on {target.key} ({baseline.status}): "
@@ -243,7 +248,8 @@ class Optimizer:
     def _loop(self, state: RunState, emit: EventSink, cancel: threading.Event) -> None:
         budget = state.run.budget
         patience = max(12, budget // 2)
-        parallel = max(1, min(len(state.directions), self.settings.eval_parallelism))
+        # Candidates of all directions evaluate at once, up to the executor's free slots for this runner.
+        parallel = max(1, min(len(state.directions), self.executor.slots(state.runner, state.target)))
         pending: dict[Future, DirectionState] = {}
         seeds = self._seeds(state) if not state.history else []
         turn = 0
@@ -350,9 +356,8 @@ class Optimizer:
         return generator.generate(req)
 
     def _evaluate(self, state: RunState, gen: Generated) -> EvalResult:
-        return self.evaluator.evaluate(
-            state.task, state.target, Candidate(code=gen.code, cflags=gen.cflags), state.runner
-        )
+        job = EvalJob(state.task, state.target, state.runner, Candidate(code=gen.code, cflags=gen.cflags))
+        return self.executor.submit(job).result()
 
     def _record(
         self,
@@ -383,7 +388,9 @@ class Optimizer:
             variant=json.dumps({"family": gen.variant.family, "knobs": gen.variant.knobs} if gen.variant else {}),
             status=status,
             speedup=speedup,
+            competent_speedup=result.competent_speedup if result and result.ok else None,
             baseline_cycles=result.baseline_cycles if result else None,
+            competent_cycles=result.competent_cycles if result else None,
             candidate_cycles=result.candidate_cycles if result else None,
             seconds=result.candidate_seconds if result else None,
             max_error=result.max_error if result else None,

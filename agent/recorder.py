@@ -1,6 +1,10 @@
 """Writes what the agent learns: every evaluated candidate as an Experience, linked to its thoughts, task,
 target, parent and run, with the (thought, target) effectiveness statistics updated in the same transaction.
 
+An Experience holds both speedups: `speedup` over the plain baseline and `competent_speedup` over the
+competent one (docs/TASKS.md). EFFECT_ON's sum_log_speedup adds log(child / parent) of the plain speedups;
+both speedups of one task divide the same candidate time, so that ratio is the same over either baseline.
+
 Idempotent: recording the same experience id twice changes nothing (statistics move only on creation), so a
 resumed run can never double-count.
 """
@@ -30,7 +34,8 @@ SET run.evaluations = CASE WHEN created THEN coalesce(run.evaluations, 0) + 1 EL
     run.llm_calls = coalesce(run.llm_calls, 0) + CASE WHEN created THEN $llm_calls ELSE 0 END,
     run.llm_tokens = coalesce(run.llm_tokens, 0) + CASE WHEN created THEN $llm_tokens ELSE 0 END
 FOREACH (_ IN CASE WHEN created AND $improves_run THEN [1] ELSE [] END |
-    SET run.best_experience_id = x.id, run.best_speedup = x.speedup)
+    SET run.best_experience_id = x.id, run.best_speedup = x.speedup,
+        run.best_competent_speedup = x.competent_speedup)
 WITH x, created, tg
 CALL (x) {
     OPTIONAL MATCH (p:Experience {id: x.parent_id})

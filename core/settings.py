@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     eval_timeout_s: float = 60.0
     eval_parallelism: int = 2  # candidates evaluated at once (each is a compile + qemu run: one core each)
     eval_memory_mb: int = 1024
+    ssh_board_is_emulator: bool = False  # a stand-in "board" running qemu: build for the emulator's ISA subset
+    # Scale-out: a Ray cluster (host:port, auto, ray://host:port) that runs evaluations; unset = this process.
+    ray_address: str | None = None
 
     # Miners: repositories the main job mines when present (paths or URLs).
     mine_repos: list[str] = []

@@ -52,3 +52,7 @@ CREATE VECTOR INDEX experience_embedding_vector IF NOT EXISTS FOR (n:Experience)
 
 // migration 7: one bookkeeping node per name (concurrent writers MERGE the generation counters)
 CREATE CONSTRAINT index_state_name IF NOT EXISTS FOR (n:IndexState) REQUIRE n.name IS UNIQUE;
+
+// migration 8: bootstraps (suite-wide first passes) and their runs
+CREATE CONSTRAINT bootstrap_id IF NOT EXISTS FOR (n:Bootstrap) REQUIRE n.id IS UNIQUE;
+CREATE INDEX run_bootstrap IF NOT EXISTS FOR (n:Run) ON (n.bootstrap_id);

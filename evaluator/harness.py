@@ -1,9 +1,11 @@
 """Generate the C harness for a task (templates/harness.c.in plus a task-specific block).
 
-The harness links three copies of the kernel: the reference (`eok_ref_<fn>`, correctness), the baseline
-(`eok_base_<fn>`, the reference built with the target's baseline flags) and the candidate (`<fn>`). The
-renaming is done with -D when compiling reference.c, so reference and candidate live in separate
-translation units and neither can see the other's static helpers.
+The harness links four copies of the kernel: the reference (`eok_ref_<fn>`, correctness), the plain
+baseline (`eok_base_<fn>`, the reference built with the target's baseline flags, `clang -O3`), the
+competent baseline (`eok_comp_<fn>`, the reference built with the flags the task's tolerance allows:
+`evaluator.toolchain.competent_cflags`) and the candidate (`<fn>`). The renaming is done with -D when
+compiling reference.c, so reference and candidate live in separate translation units and neither can see
+the other's static helpers.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 from evaluator.tasks import C_TYPES, KernelTask, Param
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "harness.c.in"
-HARNESS_VERSION = "4"  # bump when generated code or template semantics change: part of every cache key
+HARNESS_VERSION = "5"  # bump when generated code or template semantics change: part of every cache key
 MARKER = "/* @EOK_TASK@ */"
 
 _GEN_CODES = {
@@ -43,6 +45,10 @@ def ref_name(task: KernelTask) -> str:
 
 def base_name(task: KernelTask) -> str:
     return f"eok_base_{task.function_name}"
+
+
+def comp_name(task: KernelTask) -> str:
+    return f"eok_comp_{task.function_name}"
 
 
 def prototype(task: KernelTask, name: str | None = None) -> str:
@@ -140,7 +146,12 @@ def _call_fn(task: KernelTask, with_markers: bool) -> str:
     body.append("    (void)eok_sz; (void)eok_p; (void)eok_s;")
     if ret != "void":
         body.append(f"    {ret} eok_v = 0;")
-    cases = [("EOK_REF", ref_name(task)), ("EOK_BASE", base_name(task)), ("EOK_CAND", task.function_name)]
+    cases = [
+        ("EOK_REF", ref_name(task)),
+        ("EOK_BASE", base_name(task)),
+        ("EOK_COMP", comp_name(task)),
+        ("EOK_CAND", task.function_name),
+    ]
     body.append("    switch (eok_which) {")
     for label, fn in cases:
         call = f"{fn}({args});" if ret == "void" else f"eok_v = {fn}({args});"
@@ -197,6 +208,7 @@ def _task_block(task: KernelTask) -> str:
             f"{prototype(task)};",
             f"{prototype(task, ref_name(task))};",
             f"{prototype(task, base_name(task))};",
+            f"{prototype(task, comp_name(task))};",
             "",
             f"static const char *const eok_size_names[EOK_NSP + 1] = {{{names}}};",
             f"static const long long eok_size_values[EOK_NSIZES][EOK_NSP + 1] = {{{size_rows}}};",

@@ -1,12 +1,24 @@
-"""Run untrusted programs (candidate harnesses, the compiler on candidate code) under limits.
+"""One sandbox for every step that touches candidate text or code: preprocess, compile, link, every run.
 
-Every run gets: its own session and process group (killed whole on timeout), RLIMIT_CPU, RLIMIT_AS,
-RLIMIT_FSIZE, RLIMIT_NOFILE, no core dumps, stdout/stderr captured with a cap (a flood is killed), and
-a wall-clock limit. When we are root, the program also runs under a fresh unused uid (so RLIMIT_NPROC
-holds, it cannot write our files, and every process it leaves behind is found and killed by uid) and in
-a new network namespace (no network). Without root we try an unprivileged user+network namespace, and
-otherwise run with the network (reported as `network_isolated = False`); RLIMIT_NPROC then counts all
-of our uid's processes, so it is set above the current count.
+Every step runs through `run()` and gets:
+- its own session and process group, killed whole at the end of the step (and on timeout), plus
+  PR_SET_PDEATHSIG so the program dies if we do;
+- RLIMIT_CPU, RLIMIT_AS, RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_NPROC, no core dumps, stdout/stderr captured
+  with a cap (a flood is killed), a wall-clock limit, and a minimal environment (no HOME, no secrets);
+- when we are root: a fresh, never reused uid (it cannot read root-only files or write ours; every
+  process it leaves behind is found and killed by uid), a private network namespace (no network), and a
+  private mount namespace in which the places secrets live (/root, /home, /tmp, /run, /work, the project
+  checkout, ...) are covered by empty tmpfs, except the step's own directory and scratch folder, and
+  /proc shows only the sandbox uid's own processes (hidepid=2);
+- without root: the caller's uid inside an unprivileged user + network + mount namespace when the kernel
+  allows one (same hiding), otherwise only the limits and seccomp (reported in RunOutput);
+- a seccomp allow-list (classic BPF, x86_64 only; other hosts run without it and say so): the syscalls
+  clang-22, ld.lld, qemu-user and the harness were measured to make. No sockets, no ptrace, no mounts;
+  processes only in the `link` profile (clang runs ld.lld), threads only otherwise; any other syscall
+  kills the process with SIGSYS, reported as a sandbox violation.
+
+The trusted side reads what a step wrote only after the step's processes are all dead, and only regular
+files opened without following links (`take`).
 """
 
 from __future__ import annotations
@@ -18,19 +30,35 @@ import resource
 import secrets
 import selectors
 import signal
+import stat
+import struct
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Literal
 
+CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 EXIT_GRACE_S = 0.5  # how long pipes may stay open after the program itself exited
-SANDBOX_UID_BASE = 1_900_000_000  # far above any real account; one random uid per run
+SANDBOX_UID_BASE = 1_900_000_000  # far above any real account; one random uid per run (EOK_SANDBOX_UID_BASE)
 _libc = ctypes.CDLL(None, use_errno=True)
+_libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 OOM_MARKER = "eok: out of memory"  # printed by the harness's malloc wrappers
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# Covered by an empty tmpfs in the step's mount namespace: where secrets, keys, tokens, other users' and
+# other evaluations' files live. The toolchain (/usr, /lib, /etc) stays visible; it holds nothing secret
+# that a fresh uid may read. The step's own directory and scratch folder are mounted back on top.
+HIDDEN_ROOTS = (
+    "/root", "/home", "/tmp", "/var/tmp", "/dev/shm", "/run", "/mnt", "/media", "/srv", "/opt", "/work",
+    "/var/lib", "/var/log", "/var/mail", "/var/spool", "/var/backups", "/var/cache", "/var/www", "/boot",
+    "/etc/ssh", "/etc/ssl/private",
+)  # fmt: skip
+Profile = Literal["run", "compile", "link"]
 
 
 @dataclass(frozen=True)
@@ -43,7 +71,8 @@ class Limits:
     nofile: int = 64
     output_bytes: int = 256 << 10  # kept per stream
     flood_bytes: int = 16 << 20  # total output that gets the run killed
-    isolate: bool = True  # fresh uid + network namespace when available
+    isolate: bool = True  # fresh uid + network and mount namespaces when available
+    profile: Profile = "run"  # seccomp allow-list: run (threads only), compile (same), link (may spawn)
 
 
 @dataclass
@@ -58,11 +87,18 @@ class RunOutput:
     truncated: bool = False
     network_isolated: bool = False
     uid: int | None = None
+    seccomp: bool = False
+    files_hidden: bool = False
     extra: dict[str, str] = field(default_factory=dict)
 
     @property
     def signal(self) -> int | None:
         return -self.returncode if self.returncode is not None and self.returncode < 0 else None
+
+    @property
+    def violation(self) -> bool:
+        """Killed by the seccomp filter: the program made a system call outside the allow-list."""
+        return self.seccomp and self.signal == signal.SIGSYS
 
     @property
     def limit_hit(self) -> str | None:
@@ -76,6 +112,11 @@ class RunOutput:
         if self.signal in (signal.SIGXCPU, signal.SIGKILL) or "CPU time limit" in self.stderr:
             return "cpu"  # RLIMIT_CPU: SIGXCPU at the soft limit, SIGKILL at the hard one
         return None
+
+
+def uid_base() -> int:
+    """Fresh uids are drawn from [base, base + 2**20): EOK_SANDBOX_UID_BASE keeps installations apart."""
+    return int(os.environ.get("EOK_SANDBOX_UID_BASE", SANDBOX_UID_BASE))
 
 
 def is_root() -> bool:
@@ -99,12 +140,31 @@ def network_isolation() -> str:
     return {0: "netns", 2: "userns"}.get(rc, "none")
 
 
-def run(argv: list[str], cwd: Path, limits: Limits, env: dict[str, str] | None = None) -> RunOutput:
-    """Run `argv` in `cwd` under `limits`; never raises for what the program does, only if it cannot start."""
-    uid = SANDBOX_UID_BASE + secrets.randbelow(1 << 20) if limits.isolate and is_root() else None
+def run(
+    argv: list[str],
+    cwd: Path,
+    limits: Limits,
+    env: dict[str, str] | None = None,
+    *,
+    scratch: Path | None = None,
+    readable: Sequence[Path] = (),
+) -> RunOutput:
+    """Run `argv` in `cwd` under `limits`; never raises for what the program does, only if it cannot start.
+
+    `cwd` is readable, not writable, by the program. `scratch` (created here, inside `cwd` or not) is the
+    one folder it may write; read what it wrote with `take()` once this returns. `readable` folders stay
+    visible (read-only by permissions) where the mount namespace hides everything else.
+    """
+    uid = uid_base() + secrets.randbelow(1 << 20) if limits.isolate and is_root() else None
     netmode = network_isolation() if limits.isolate else "none"
     if uid is not None:
         os.chmod(cwd, 0o755)  # readable, not writable, by the sandbox uid
+    if scratch is not None:
+        scratch.mkdir(mode=0o700)
+        if uid is not None:
+            os.chown(scratch, uid, uid)
+    hide = limits.isolate and netmode != "none"
+    filt = limits.profile if limits.isolate and seccomp_available() else None
     start = time.monotonic()
     proc = subprocess.Popen(
         argv,
@@ -112,9 +172,9 @@ def run(argv: list[str], cwd: Path, limits: Limits, env: dict[str, str] | None =
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=env if env is not None else _clean_env(),
+        env=env if env is not None else clean_env(scratch),
         start_new_session=True,
-        preexec_fn=_child_setup(limits, uid, netmode, _nproc_limit(limits, uid)),
+        preexec_fn=_child_setup(limits, uid, netmode, _nproc_limit(limits, uid), hide, [cwd, scratch, *readable], filt),
     )
     out, err, timed_out, flooded, truncated = _collect(proc, limits, start)
     _kill_all(proc, uid)
@@ -130,12 +190,34 @@ def run(argv: list[str], cwd: Path, limits: Limits, env: dict[str, str] | None =
         truncated=truncated,
         network_isolated=netmode != "none",
         uid=uid,
+        seccomp=filt is not None,
+        files_hidden=hide,
     )
 
 
-def _clean_env() -> dict[str, str]:
-    """A minimal environment: nothing of ours (API keys, tokens) leaks to the program."""
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C", "HOME": "/nonexistent"}
+def take(scratch: Path, name: str, dest: Path) -> Path:
+    """Copy the regular file `scratch/name` a finished step wrote to `dest` (ours), never through a link."""
+    fd = os.open(scratch / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{name} written by the sandbox is not a regular file")
+        tmp = dest.with_name(f".{dest.name}.{secrets.token_hex(4)}")
+        with os.fdopen(os.dup(fd), "rb") as src, open(tmp, "wb") as out:
+            while chunk := src.read(1 << 20):
+                out.write(chunk)
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, dest)
+    finally:
+        os.close(fd)
+    return dest
+
+
+def clean_env(scratch: Path | None = None) -> dict[str, str]:
+    """A minimal environment: nothing of ours (API keys, tokens, HOME) leaks to the program."""
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C"}
+    if scratch is not None:
+        env["TMPDIR"] = str(scratch)
+    return env
 
 
 def _nproc_limit(limits: Limits, uid: int | None) -> int:
@@ -152,16 +234,28 @@ def _nproc_limit(limits: Limits, uid: int | None) -> int:
     return mine + limits.nproc
 
 
-def _child_setup(limits: Limits, uid: int | None, netmode: str, nproc: int) -> Callable[[], None]:
+def _child_setup(
+    limits: Limits,
+    uid: int | None,
+    netmode: str,
+    nproc: int,
+    hide: bool,
+    visible: list[Path | None],
+    filt: Profile | None,
+) -> Callable[[], None]:
     cpu = int(limits.cpu_s if limits.cpu_s is not None else limits.wall_s + 1) + 1
     memory = limits.memory_mb << 20
     fsize = limits.fsize_mb << 20
+    keep = sorted({p.resolve() for p in visible if p is not None}, key=lambda p: len(p.parts))
 
-    def setup() -> None:  # runs in the child between fork and exec: syscalls only
+    def setup() -> None:  # runs in the child between fork and exec
         if netmode == "netns":
-            _libc.unshare(CLONE_NEWNET)
+            _check(_libc.unshare(CLONE_NEWNET | (CLONE_NEWNS if hide else 0)), "unshare")
         elif netmode == "userns" and uid is None:
-            _libc.unshare(CLONE_NEWUSER | CLONE_NEWNET)
+            _libc.unshare(CLONE_NEWUSER | CLONE_NEWNET | (CLONE_NEWNS if hide else 0))
+        if hide:
+            _hide_files(keep, strict=uid is not None)
+            os.chdir(os.getcwd())  # Popen entered cwd before the mounts: enter it again through them
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
@@ -172,8 +266,166 @@ def _child_setup(limits: Limits, uid: int | None, netmode: str, nproc: int) -> C
             os.setgroups([])
             os.setgid(uid)
             os.setuid(uid)
+        _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PDEATHSIG)")  # after setuid
+        if filt is not None:
+            _install_seccomp(filt)
 
     return setup
+
+
+def _check(rc: int, what: str) -> None:
+    if rc != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"sandbox: {what}: {os.strerror(err)}")
+
+
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x1000, 0x4000, 0x40000
+
+
+def _mount(source: str, target: str, fstype: str | None, flags: int, data: str | None) -> int:
+    return _libc.mount(
+        source.encode(), target.encode(), fstype.encode() if fstype else None, flags, data.encode() if data else None
+    )
+
+
+def _hide_files(keep: list[Path], strict: bool) -> None:
+    """In the fresh mount namespace: cover HIDDEN_ROOTS with empty tmpfs, mount `keep` back, fresh /proc.
+
+    `strict` (root): any failure stops the step. Without root, a user namespace may refuse some of it;
+    the step then runs with what succeeded.
+    """
+    check = _check if strict else (lambda rc, what: None)
+    check(_mount("none", "/", None, MS_REC | MS_PRIVATE, None), "make mounts private")
+    covered: list[str] = []
+    for root in sorted((*HIDDEN_ROOTS, str(PROJECT_ROOT)), key=len):
+        inside = any(Path(root).is_relative_to(c) for c in covered)
+        if os.path.isdir(root) and not os.path.islink(root) and root != "/" and not inside:
+            covered.append(root)
+    fds = {}
+    for path in keep:
+        if any(path.is_relative_to(k) for k in fds):
+            continue  # already visible through a parent
+        if any(path.is_relative_to(c) for c in covered):
+            fds[path] = os.open(path, os.O_PATH | os.O_DIRECTORY)
+    for root in covered:
+        check(_mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755"), f"cover {root}")
+    for path, fd in fds.items():
+        with contextlib.suppress(FileExistsError):
+            os.makedirs(path, mode=0o755)
+        check(_mount(f"/proc/self/fd/{fd}", str(path), None, MS_BIND | MS_REC, None), f"expose {path}")
+        os.close(fd)
+    # Only the step's own processes in /proc (command lines of ours and of other steps stay private).
+    if strict:
+        check(_mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2"), "mount /proc")
+
+
+# ------------------------------------------------------------------------------------------ seccomp
+
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 1, 38, 22, 2
+AUDIT_ARCH_X86_64 = 0xC000003E
+X32_SYSCALL_BIT = 0x40000000
+RET_KILL_PROCESS, RET_ALLOW, RET_ERRNO = 0x80000000, 0x7FFF0000, 0x00050000
+CLONE_THREAD = 0x10000
+ENOSYS = 38
+# x86_64 numbers (arch/x86/entry/syscalls/syscall_64.tbl). The set is what clang-22 (-E, -c), ld.lld,
+# qemu-riscv64 7.2 (with TB logging) and the static harness were measured to call under strace -f,
+# plus the libc start-up family; nothing for sockets, ptrace, mounts, namespaces, keys, bpf, io_uring.
+SYSCALLS_X86_64 = {
+    "read": 0, "write": 1, "open": 2, "close": 3, "stat": 4, "fstat": 5, "lstat": 6, "poll": 7, "lseek": 8,
+    "mmap": 9, "mprotect": 10, "munmap": 11, "brk": 12, "rt_sigaction": 13, "rt_sigprocmask": 14,
+    "rt_sigreturn": 15, "ioctl": 16, "pread64": 17, "pwrite64": 18, "readv": 19, "writev": 20, "access": 21,
+    "pipe": 22, "select": 23, "sched_yield": 24, "mremap": 25, "msync": 26, "mincore": 27, "madvise": 28,
+    "dup": 32, "dup2": 33, "nanosleep": 35, "getpid": 39, "clone": 56, "fork": 57, "vfork": 58, "execve": 59,
+    "exit": 60, "wait4": 61, "kill": 62, "uname": 63, "fcntl": 72, "fsync": 74, "fdatasync": 75, "ftruncate": 77,
+    "getdents": 78, "getcwd": 79, "chdir": 80, "fchdir": 81, "rename": 82, "mkdir": 83, "rmdir": 84,
+    "unlink": 87, "readlink": 89, "chmod": 90, "fchmod": 91, "umask": 95, "gettimeofday": 96,
+    "getrlimit": 97, "getrusage": 98, "sysinfo": 99, "times": 100, "getuid": 102, "getgid": 104,
+    "geteuid": 107, "getegid": 108, "getppid": 110, "getpgrp": 111, "sigaltstack": 131, "statfs": 137,
+    "fstatfs": 138, "sched_getparam": 143, "sched_getscheduler": 145, "arch_prctl": 158, "gettid": 186,
+    "time": 201, "futex": 202, "sched_getaffinity": 204, "getdents64": 217, "set_tid_address": 218,
+    "restart_syscall": 219, "fadvise64": 221, "clock_gettime": 228, "clock_getres": 229,
+    "clock_nanosleep": 230, "exit_group": 231, "tgkill": 234, "mbind": 237, "set_mempolicy": 238,
+    "get_mempolicy": 239, "openat": 257, "mkdirat": 258, "newfstatat": 262, "unlinkat": 263, "renameat": 264,
+    "readlinkat": 267, "faccessat": 269, "pselect6": 270, "ppoll": 271, "set_robust_list": 273,
+    "get_robust_list": 274, "fallocate": 285, "dup3": 292, "pipe2": 293, "prlimit64": 302, "renameat2": 316,
+    "getrandom": 318, "membarrier": 324, "statx": 332, "rseq": 334, "clone3": 435, "close_range": 436,
+    "faccessat2": 439,
+}  # fmt: skip
+_SPAWN = {"fork", "vfork", "wait4"}  # only the link step (the clang driver runs ld.lld)
+_CHECKED = {"clone", "clone3", "prlimit64", "tgkill", "kill"}  # allowed with argument checks below
+
+
+@cache
+def seccomp_available() -> bool:
+    import platform
+
+    return platform.machine() == "x86_64"
+
+
+def seccomp_filter(profile: Profile, pid: int) -> bytes:
+    """The classic-BPF program for `profile` run as process `pid` (x86_64; see `seccomp_available`)."""
+    nr = SYSCALLS_X86_64
+    prog = [
+        _stmt(0x20, 4),  # A = arch
+        _jump(0x15, AUDIT_ARCH_X86_64, 1, 0),
+        _stmt(0x06, RET_KILL_PROCESS),
+        _stmt(0x20, 0),  # A = syscall number
+        _jump(0x35, X32_SYSCALL_BIT, 0, 1),  # x32 ABI numbers: not ours
+        _stmt(0x06, RET_KILL_PROCESS),
+    ]
+    for name, number in sorted(nr.items(), key=lambda kv: kv[1]):
+        if name in _CHECKED or (name in _SPAWN and profile != "link"):
+            continue
+        prog += [_jump(0x15, number, 0, 1), _stmt(0x06, RET_ALLOW)]
+    # clone3 passes its flags in memory, out of BPF's reach: ENOSYS makes libc fall back to clone.
+    prog += [_jump(0x15, nr["clone3"], 0, 1), _stmt(0x06, RET_ERRNO | ENOSYS)]
+    if profile == "link":
+        prog += [_jump(0x15, nr["clone"], 0, 1), _stmt(0x06, RET_ALLOW)]
+    else:  # threads yes, processes no: a child could outlive the step or hide from the limits
+        prog += _arg_block(nr["clone"], [_stmt(0x20, 16), _jump(0x45, CLONE_THREAD, 0, 1), _stmt(0x06, RET_ALLOW)])
+    # prlimit64 on itself only (pid 0); tgkill only to its own thread group (abort, qemu's own signals)
+    prog += _arg_block(nr["prlimit64"], [*_arg0_equals(0), _stmt(0x06, RET_ALLOW)])
+    prog += _arg_block(nr["tgkill"], [*_arg0_equals(pid), _stmt(0x06, RET_ALLOW)])
+    # kill only itself: qemu-user re-raises a guest's fatal signal that way so it dies by that signal
+    prog += _arg_block(nr["kill"], [*_arg0_equals(pid), _stmt(0x06, RET_ALLOW)])
+    prog += [_stmt(0x06, RET_KILL_PROCESS)]
+    return b"".join(prog)
+
+
+def _stmt(code: int, k: int) -> bytes:
+    return struct.pack("<HBBI", code, 0, 0, k)
+
+
+def _jump(code: int, k: int, jt: int, jf: int) -> bytes:
+    return struct.pack("<HBBI", code, jt, jf, k)
+
+
+def _arg0_equals(value: int) -> list[bytes]:
+    """Fall through when the first argument == value (both halves), else kill."""
+    return [
+        _stmt(0x20, 16),
+        _jump(0x15, value & 0xFFFFFFFF, 0, 3),
+        _stmt(0x20, 20),
+        _jump(0x15, value >> 32, 0, 1),
+        _stmt(0x05, 1),  # ja +1: skip the kill
+        _stmt(0x06, RET_KILL_PROCESS),
+    ]
+
+
+def _arg_block(number: int, block: list[bytes]) -> list[bytes]:
+    """`block` runs for syscall `number` (it must end in a return; a failed check kills)."""
+    body = [*block, _stmt(0x06, RET_KILL_PROCESS)]
+    return [_jump(0x15, number, 0, len(body)), *body]
+
+
+def _install_seccomp(profile: Profile) -> None:
+    """In the child (its pid is the program's): no new privileges, then the filter."""
+    prog = seccomp_filter(profile, os.getpid())
+    buf = ctypes.create_string_buffer(prog, len(prog))
+    fprog = struct.pack("<HxxxxxxQ", len(prog) // 8, ctypes.addressof(buf))
+    fbuf = ctypes.create_string_buffer(fprog, len(fprog))
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
+    _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fbuf), 0, 0), "seccomp")
 
 
 def _collect(proc: subprocess.Popen[bytes], limits: Limits, start: float) -> tuple[bytes, bytes, bool, bool, bool]:

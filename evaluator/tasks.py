@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import logging
 import re
 import tomllib
 from enum import StrEnum
@@ -17,9 +18,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from core.errors import InvalidInput, NotFound
+from core.errors import EokError, InvalidInput, NotFound
 from core.settings import Settings, get_settings
 from knowledge.taxonomy import Operator
+
+log = logging.getLogger(__name__)
 
 SUITE_DIR = Path(__file__).resolve().parent / "suite"
 TASK_FILE = "task.toml"
@@ -74,7 +77,7 @@ BLOCK_BYTES = {"q8_0": 34, "q4_0": 18}
 
 
 class Tolerance(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     rtol: float = Field(default=1e-5, ge=0)
     atol: float = Field(default=1e-6, ge=0)
     # Bound on ||got - want||_2 / ||want||_2 per output. Default: see `norm_bound`.
@@ -88,7 +91,7 @@ class Tolerance(BaseModel):
 
 
 class ArgSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # nan/inf in range/value/scale: rejected
     kind: Literal["scalar", "in", "out", "inout"]
     count: str | None = None
     gen: Gen | None = None
@@ -201,31 +204,53 @@ class KernelTask(BaseModel):
 def load_task(name_or_path: str | Path, settings: Settings | None = None) -> KernelTask:
     """Load a task by name (bundled suite, then settings.task_dirs) or by path to its dir or task.toml."""
     path = Path(name_or_path)
-    if isinstance(name_or_path, Path) or "/" in str(name_or_path) or path.suffix == ".toml" or path.is_dir():
+    if isinstance(name_or_path, Path) or "/" in str(name_or_path) or path.suffix == ".toml":
         directory = path.parent if path.name == TASK_FILE or path.suffix == ".toml" else path
         if not (directory / TASK_FILE).is_file():
             raise NotFound(f"no {TASK_FILE} in {directory}", "point at a task directory (docs/TASKS.md)")
         return _load_dir(directory)
+    # A bare name is a task name: the suite and EOK_TASK_DIRS win over a folder of that name in the
+    # current directory (which would otherwise change what `sdot` means depending on where one stands).
     for directory in _task_dirs(settings or get_settings()):
         if directory.name == str(name_or_path):
+            if (path / TASK_FILE).is_file() and path.resolve() != directory.resolve():
+                log.warning("./%s also holds a task; using %s (write ./%s to use the folder)", path, directory, path)
             return _load_dir(directory)
+    if (path / TASK_FILE).is_file():  # no task of that name: a folder here is what was meant
+        return _load_dir(path)
     known = ", ".join(sorted(d.name for d in _task_dirs(settings or get_settings())))
     raise NotFound(f"unknown task {name_or_path!r}", f"known tasks: {known}" if known else "add EOK_TASK_DIRS")
 
 
 def list_tasks(settings: Settings | None = None) -> list[KernelTask]:
-    """Every task: the bundled suite first, then each of settings.task_dirs; names must be unique."""
+    """Every task: the bundled suite first, then each of settings.task_dirs; the first broken one raises."""
+    tasks, broken = scan_tasks(settings)
+    if broken:
+        raise InvalidInput(broken[0][1], "fix that task directory (docs/TASKS.md), or remove it")
+    return tasks
+
+
+def scan_tasks(settings: Settings | None = None) -> tuple[list[KernelTask], list[tuple[Path, str]]]:
+    """Every loadable task, and (directory, one-line reason) for each that is broken; names must be unique."""
     tasks: dict[str, KernelTask] = {}
+    broken: list[tuple[Path, str]] = []
     for directory in _task_dirs(settings or get_settings()):
-        task = _load_dir(directory)
+        try:
+            task = _load_dir(directory)
+        except EokError as e:
+            broken.append((directory, e.message))
+            continue
         if task.name in tasks:
-            raise InvalidInput(
-                f"{directory / TASK_FILE}: field 'name': task {task.name!r} already defined in "
-                f"{tasks[task.name].directory}",
-                "rename one of the two task directories",
+            broken.append(
+                (
+                    directory,
+                    f"{directory / TASK_FILE}: field 'name': task {task.name!r} already defined in "
+                    f"{tasks[task.name].directory}",
+                )
             )
+            continue
         tasks[task.name] = task
-    return list(tasks.values())
+    return list(tasks.values()), broken
 
 
 def _task_dirs(settings: Settings) -> list[Path]:

@@ -24,9 +24,9 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from core.errors import Unavailable
+from core.errors import InvalidInput, Unavailable
 from evaluator import harness
-from evaluator.sandbox import Limits, run
+from evaluator.sandbox import Limits, run, take
 from evaluator.targets import TargetProfile
 from evaluator.tasks import KernelTask
 
@@ -45,16 +45,19 @@ COMMON_FLAGS = [
     "-Werror=return-type",
     "-Werror=incompatible-function-pointer-types",
 ]
-COMPILE_LIMITS = Limits(wall_s=120, memory_mb=4096, fsize_mb=256, nproc=256, nofile=256, isolate=False)
+# Every compiler step runs in the sandbox like a candidate run (fresh uid, no network, secrets hidden,
+# seccomp): a hostile source can make the compiler read files (#include, #embed) and print them back.
+COMPILE_LIMITS = Limits(wall_s=120, memory_mb=4096, fsize_mb=256, nproc=64, nofile=256, profile="compile")
+LINK_LIMITS = Limits(wall_s=120, memory_mb=4096, fsize_mb=256, nproc=64, nofile=256, profile="link")
 PREPROCESS_LIMITS = Limits(
     wall_s=60,
     memory_mb=4096,
     fsize_mb=16,
-    nproc=256,
+    nproc=64,
     nofile=256,
     output_bytes=16 << 20,
     flood_bytes=32 << 20,
-    isolate=False,
+    profile="compile",
 )
 
 
@@ -89,7 +92,6 @@ _MLLVM_OPTIONS = re.compile(
     r"^-(vectorizer-maximize-bandwidth|enable-interleaved-mem-accesses|enable-masked-interleaved-mem-accesses|"
     r"unroll-runtime|enable-loop-distribute|extra-vectorizer-passes|enable-loopinterchange)(=(true|false|0|1))?$"
 )
-_DEFINE = re.compile(r"^-D(?!eok_)[A-Za-z_]\w*(=[\w.+-]*)?$")
 _LMUL = re.compile(r"^-mrvv-max-lmul=m(1|2|4|8)$")
 _WARN = re.compile(r"^-W(no-)?[a-z][a-z0-9-]*$")
 
@@ -99,7 +101,7 @@ def check_cflags(flags: list[str]) -> tuple[list[str], str | None]:
     out: list[str] = []
     it = iter(flags)
     for flag in it:
-        if flag in _O_LEVELS or _F_FLAGS.match(flag) or _DEFINE.match(flag) or _WARN.match(flag):
+        if flag in _O_LEVELS or _F_FLAGS.match(flag) or _WARN.match(flag):
             out.append(flag)
         elif m := _LMUL.match(flag):  # GCC's spelling; clang takes it as an LLVM option
             out += ["-mllvm", f"-riscv-v-register-bit-width-lmul={m.group(1)}"]
@@ -113,13 +115,45 @@ def check_cflags(flags: list[str]) -> tuple[list[str], str | None]:
         else:
             return [], (
                 f"flag {flag!r} is not allowed: use -O*, -f[no-]unroll-loops, the -ffast-math family, "
-                "-mrvv-max-lmul=mN, -mllvm vectorizer/unroll options, -DNAME[=value]"
+                "-mrvv-max-lmul=mN, -mllvm vectorizer/unroll options (no -D: write macros in the source)"
             )
     return out, None
 
 
 def split_cflags(text: str) -> list[str]:
     return shlex.split(text)
+
+
+# ------------------------------------------------------------------------------ competent baseline
+
+# The competent baseline is the reference built the best way the compiler can without new code
+# (docs/TASKS.md, "Two baselines"). Which value-changing flags it gets follows from the task's tolerance:
+#  - always -fno-math-errno: no kernel reads errno, so it changes no value; it lets clang inline sqrt
+#    and vectorize calls such as sqrtf/fabsf;
+#  - a float tolerance that is not exact: -ffp-contract=fast (an FMA rounds once instead of twice);
+#  - rtol >= 1e-4 (the suite's tolerance for tasks that declare their float sums reorderable, ~800
+#    ulps): reassociation, which is what clang needs to vectorize a float reduction. Not -ffast-math
+#    whole: -ffinite-math-only would break tasks whose inputs hold inf/NaN, and -fapprox-func /
+#    -freciprocal-math change single elements without buying vectorization.
+# No vector math library: clang-22 maps -fveclib=SLEEF to SLEEF's RVV entry points (Sleef_expfx_u10rvvm2,
+# checked), but SLEEF has RVV only from 3.6 and Debian (the only system package source here) ships 3.5.1,
+# not built for riscv64; building it needs its sources, which setup cannot fetch. So calls to expf/tanhf/
+# erff stay scalar libm calls in both baselines; docs/TASKS.md lists the tasks this flatters.
+REASSOCIATE_RTOL = 1e-4
+_NO_ERRNO = ["-fno-math-errno"]
+_CONTRACT = ["-ffp-contract=fast"]
+_REASSOCIATE = ["-fassociative-math", "-fno-signed-zeros", "-fno-trapping-math"]
+
+
+def competent_cflags(task: KernelTask) -> list[str]:
+    """Flags added to the target's baseline flags for the competent baseline (all candidate-allowed)."""
+    tol = task.tolerance
+    flags = list(_NO_ERRNO)
+    if tol.rtol > 0 or tol.atol > 0:
+        flags += _CONTRACT
+    if tol.rtol >= REASSOCIATE_RTOL:
+        flags += _REASSOCIATE
+    return flags
 
 
 # ------------------------------------------------------------------------------------------- builds
@@ -169,7 +203,7 @@ class Toolchain:
         cflags: list[str],
         workdir: Path,
     ) -> Build:
-        """Compile the candidate `code` and link it with the task's harness, reference and baseline."""
+        """Compile the candidate `code` and link it with the task's harness, reference and baselines."""
         t0 = time.monotonic()
         tflags = target_flags(target, kind)
         objs = [
@@ -186,6 +220,17 @@ class Toolchain:
                 task.reference_code,
                 [*tflags, *target.baseline_cflags, f"-D{task.function_name}={harness.base_name(task)}"],
             ),
+            self._cached(
+                task,
+                "competent",
+                task.reference_code,
+                [
+                    *tflags,
+                    *target.baseline_cflags,
+                    *competent_cflags(task),
+                    f"-D{task.function_name}={harness.comp_name(task)}",
+                ],
+            ),
         ]
         (workdir / CANDIDATE_FILE).write_text(code)
         (workdir / "eok_prototype.h").write_text(harness.candidate_prelude(task))
@@ -195,11 +240,23 @@ class Toolchain:
         self._link(workdir, [*tflags, *map(str, objs), "candidate.o", *link_flags(kind), "-o", binary.name])
         return Build(binary=binary, workdir=workdir, kind=kind, compile_s=time.monotonic() - t0)
 
-    def preprocess(self, code: str, target: TargetProfile, kind: BuildKind, workdir: Path) -> str:
-        """clang -E of the candidate alone (the safety check reads what macros expand to)."""
+    def preprocess(
+        self,
+        code: str,
+        target: TargetProfile,
+        kind: BuildKind,
+        workdir: Path,
+        cflags: list[str] | None = None,
+        prelude: str | None = None,
+    ) -> str:
+        """clang -E of the candidate with the flags it is compiled with (the static check reads this)."""
         (workdir / CANDIDATE_FILE).write_text(code)
-        argv = [CLANG, *COMMON_FLAGS, *target_flags(target, kind), "-E", CANDIDATE_FILE]
-        res = run(argv, workdir, PREPROCESS_LIMITS, env=_compiler_env())
+        flags = [*target_flags(target, kind), *target.baseline_cflags, *(cflags or [])]
+        if prelude is not None:
+            (workdir / "eok_prototype.h").write_text(prelude)
+            flags += ["-include", "eok_prototype.h"]
+        argv = [CLANG, *COMMON_FLAGS, *flags, "-E", CANDIDATE_FILE]
+        res = run(argv, workdir, PREPROCESS_LIMITS)
         if res.returncode != 0 or res.truncated:
             raise CompileFailed(parse_diagnostics(res.stderr), res.stderr or "preprocessed source too large")
         return res.stdout
@@ -214,7 +271,17 @@ class Toolchain:
         with tempfile.TemporaryDirectory(prefix="eok-obj-") as tmp:
             src = Path(tmp) / f"{role}.c"
             src.write_text(source)
-            self._compile(Path(tmp), src.name, f"{role}.o", flags)
+            try:
+                self._compile(Path(tmp), src.name, f"{role}.o", flags)
+            except CompileFailed as e:  # the task's code, never the candidate's: a task error
+                first = e.diagnostics[0] if e.diagnostics else None
+                where = f":{first.line}:{first.col}" if first and first.line else ""
+                origin = "reference.c" if role != "harness" else "the generated harness"
+                raise InvalidInput(
+                    f"task {task.name}: {task.directory / origin if role != 'harness' else origin}{where} does "
+                    f"not compile ({role} build): {first.message if first else 'compiler failed'}",
+                    "fix the task's reference.c (the candidate was not judged)",
+                ) from None
             # Atomic publish: concurrent evaluations may build the same object.
             tmp_obj = obj.with_suffix(f".{os.getpid()}.{secrets.token_hex(4)}.tmp")
             shutil.copyfile(Path(tmp) / f"{role}.o", tmp_obj)
@@ -222,21 +289,32 @@ class Toolchain:
         return obj
 
     def _compile(self, cwd: Path, src: str, out: str, flags: list[str]) -> None:
-        argv = [CLANG, *COMMON_FLAGS, *flags, "-c", src, "-o", out]
-        res = run(argv, cwd, COMPILE_LIMITS, env=_compiler_env())
+        """Compile in the sandbox: `cwd` read-only, the object written to a scratch folder, then taken."""
+        scratch = cwd / f"compile-{secrets.token_hex(4)}"
+        argv = [CLANG, *COMMON_FLAGS, *flags, "-c", src, "-o", f"{scratch.name}/{out}"]
+        res = run(argv, cwd, COMPILE_LIMITS, scratch=scratch)
         if res.timed_out:
             raise CompileFailed([CompileDiagnostic(line=0, col=0, message="compiler timed out")], "compiler timed out")
+        if res.violation:
+            raise CompileFailed([CompileDiagnostic(line=0, col=0, message=SANDBOX_MESSAGE)], res.stderr)
         if res.returncode != 0:
             raise CompileFailed(parse_diagnostics(res.stderr, src), res.stderr)
+        take(scratch, out, cwd / out)
 
     def _link(self, cwd: Path, args: list[str]) -> None:
-        res = run([CLANG, *args], cwd, COMPILE_LIMITS, env=_compiler_env())
+        """Link in the sandbox (`args` end in `-o name`); the object cache is readable, not writable."""
+        scratch = cwd / f"link-{secrets.token_hex(4)}"
+        out = args[args.index("-o") + 1]
+        args = [*args[: args.index("-o")], "-o", f"{scratch.name}/{out}", *args[args.index("-o") + 2 :]]
+        res = run([CLANG, *args], cwd, LINK_LIMITS, scratch=scratch, readable=[self.cache_dir])
+        if res.violation:
+            raise CompileFailed([CompileDiagnostic(line=0, col=0, message=SANDBOX_MESSAGE)], res.stderr)
         if res.returncode != 0:
             raise CompileFailed(parse_link_errors(res.stderr), res.stderr)
+        take(scratch, out, cwd / out)
 
 
-def _compiler_env() -> dict[str, str]:
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "HOME": "/nonexistent"}
+SANDBOX_MESSAGE = "sandbox violation: the compiler was stopped making a forbidden system call"
 
 
 _DIAG_RE = re.compile(

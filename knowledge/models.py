@@ -57,7 +57,8 @@ class Repository(Node):
     name: Key
     url: str | None = None
     library: str | None = None  # openblas | ggml | onnxruntime | generic
-    last_mined_head: str | None = None
+    last_mined_head: str | None = None  # the whole history up to this commit is mined
+    mined_ranges: list[str] = []  # "<tip>^<base>": ranges mined by --since beyond that history
     mined_at: datetime | None = None
     commits_read: int = Field(0, ge=0)
 
@@ -94,9 +95,11 @@ class Idea(Node):
     embed_fields: ClassVar[tuple[str, ...]] = ("title", "principle")
     id: Key
     title: str = Field(min_length=1)
-    principle: str = ""
+    principle: str = ""  # the statement
+    applies_when: str = ""  # operators, ISAs and the evidence it rests on
     techniques: list[Technique] = []
-    source: str = "mined"  # mined | starter | llm
+    evidence_changes: int = Field(0, ge=0)  # distinct changes (commits; a mirrored PR once) behind its thoughts
+    source: str = "mined"  # mined (grouped from thoughts) | starter (hand-written) | llm
 
 
 class Thought(Node):
@@ -117,6 +120,9 @@ class Thought(Node):
     evidence_commits: int = Field(0, ge=0)
     prior_speedup: float | None = Field(None, gt=0)  # geometric mean of the believable parsed claims, when any
     claims: list[str] = []  # each believable claim with the text it was parsed from and its commit
+    rvv_equivalents: list[str] = []  # "vfmaq_f32 -> __riscv_vfmacc_vv_f32m1" for a thought on another ISA
+    change: str = ""  # the change it comes from: a commit, or a pull request mirrored across repositories
+    repos: list[str] = []  # repositories whose commits evidence it
     source: str = "mined"
 
 
@@ -174,8 +180,11 @@ class Experience(Node):
     cflags: list[str] = []
     variant: str = "{}"  # JSON: the offline generator's family and knob settings, when it made the code
     status: ExperienceStatus
-    speedup: float | None = Field(None, ge=0)
+    speedup: float | None = Field(None, ge=0)  # over the plain baseline (the reference at clang -O3)
+    # Over the competent baseline (the reference with the FP flags its tolerance allows; docs/TASKS.md).
+    competent_speedup: float | None = Field(None, ge=0)
     baseline_cycles: float | None = None
+    competent_cycles: float | None = None
     candidate_cycles: float | None = None
     seconds: float | None = None
     max_error: float | None = None
@@ -213,10 +222,31 @@ class Run(Node):
     status: RunStatus = RunStatus.QUEUED
     best_experience_id: str | None = None
     best_speedup: float | None = None
+    best_competent_speedup: float | None = None
     evaluations: int = 0
     llm_calls: int = 0
     llm_tokens: int = 0
     error: str | None = None
+    started_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+    bootstrap_id: str | None = None  # the bootstrap (suite-wide first pass) this run belongs to
+
+
+class Bootstrap(Node):
+    """A suite-wide first pass: one run per (task, target) pair, resumable by its id."""
+
+    label: ClassVar[str] = "Bootstrap"
+    key_field: ClassVar[str] = "id"
+    id: Key
+    tasks: str  # JSON list of task names, in plan order
+    targets: str  # JSON list of target keys
+    budget: int = Field(ge=1)
+    directions: int = Field(1, ge=1)
+    generator: str = "offline"
+    runner: str | None = None
+    seed: int = 0
+    status: RunStatus = RunStatus.QUEUED
+    executor: str = ""  # where its evaluations ran, as the executor described itself
     started_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None
 
@@ -260,7 +290,7 @@ ALLOWED_RELATIONSHIPS: dict[RelType, tuple[str, str]] = {
 SIMILAR_LABELS = {"Target", "Task"}
 
 NODE_TYPES: dict[str, type[Node]] = {
-    m.label: m for m in (Repository, Commit, Idea, Thought, Target, Task, Experience, Run)
+    m.label: m for m in (Repository, Commit, Idea, Thought, Target, Task, Experience, Run, Bootstrap)
 }
 
 N = TypeVar("N", bound=BaseModel)

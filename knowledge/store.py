@@ -183,6 +183,12 @@ class GraphStore:
                 if attempt == attempts - 1:
                     raise
                 time.sleep(0.5 * (attempt + 1))
+            except ClientError as e:
+                # A retried or concurrent creation already made the rule (seen under load on a new database):
+                # the goal of an idempotent statement is reached.
+                if e.code == "Neo.ClientError.Schema.EquivalentSchemaRuleAlreadyExists":
+                    return
+                raise
 
     def _await_indexes(self, timeout_s: float = 120.0) -> None:
         with self._driver.session(database=self.database) as s:

@@ -861,7 +861,16 @@ IMPL_RX = re.compile(
     r"\b(?:add(?:ed|s|ing)?|implement\w*|use[sd]?|using|enable[sd]?|introduc\w*|new|port\w*|rewrit\w*|"
     r"optimi[sz]\w*|vectori[sz]\w*)\b.{0,60}\b(?:rvv|risc-?v vector|avx2?|avx-?512|neon|sve2?|lsx|lasx|vsx|"
     r"altivec|power ?(?:9|10)|sse\d?|simd|intrinsics?|assembly|asm|vector(?:ized)?|kernels?|micro-?kernels?|"
-    r"mma|amx|wasm simd)\b",
+    r"mma|amx|wasm simd)\b|"
+    # a CPU backend for a vendor's matrix/vector extension is a kernel implementation (SpacemiT IME, AMX, SME)
+    r"\b(?:add\w*|implement\w*|introduc\w*|new|port\w*)\b.{0,40}\b(?:spacemit|ime\d?|amx|sme2?|kleidiai)\b"
+    r"(?:.{0,30}\b(?:backend|instructions?|support|kernels?))?",
+    re.I,
+)
+# A fix of slowness is a speedup: "fix performance bug", "performance regression fix", "fix slow path".
+PERF_FIX_RX = re.compile(
+    r"\b(?:performance|perf|speed|slow\w*)\s+(?:bug|issue|regression|problem)s?\b|"
+    r"\bfix\w*\s+(?:the\s+|a\s+)?(?:slow\w*|performance|perf)\b",
     re.I,
 )
 NEG_STRONG_RX = re.compile(
@@ -986,7 +995,9 @@ def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
     # The body's technique matters only with a speed word or kernel code: only then is it looked for.
     elif (perf_words or kernel_paths) and (msg_tech := title_tech or _first_technique(_IDENT_RX.sub(" ", message))):
         add(0.5, f"message names a technique ({msg_tech[0].value}: {msg_tech[1].group(0)!r})")
-    if neg := NEG_STRONG_RX.search(title):
+    if (neg := NEG_STRONG_RX.search(title)) and (m := PERF_FIX_RX.search(title)):
+        add(0.0, f"title fixes slowness, not a bug ({m.group(0)!r})")
+    elif neg:
         add(-2.5 if not claims else -1.0, f"title reads as a fix/revert ({neg.group(0).strip()!r})")
     elif neg := _body_fix(message):
         add(-0.5, f"message mentions a fix ({neg.group(0).strip()!r})")
@@ -1011,10 +1022,20 @@ _SLOW_DISABLE_RX = re.compile(r"\bslow(?:er|down)\b|\bdisable\w*\b", re.I)
 
 
 def _body_fix(message: str) -> re.Match[str] | None:
-    """The first fix/bug word of a message once the review rounds of a squashed pull request are blanked."""
+    """The first fix/bug word of a message once the review rounds of a squashed pull request are blanked.
+
+    A squashed pull request lists its commits as "* ..." bullets: with two or more, every bullet is a
+    review round ("* fixed for review comments", "* fix CI"), not what the change is for.
+    """
     if NEG_STRONG_RX.search(message) is None:  # the usual case: no fix word at all, nothing to blank
         return None
-    return NEG_STRONG_RX.search(_REVIEW_FIX_RX.sub(" ", message))
+    text = _REVIEW_FIX_RX.sub(" ", message)
+    if len(_BULLET_RX.findall(text)) >= 2:
+        text = _BULLET_RX.sub(" ", text)
+    return NEG_STRONG_RX.search(PERF_FIX_RX.sub(" ", text))
+
+
+_BULLET_RX = re.compile(r"^\s*\*\s.*$", re.M)
 
 
 def speed_words(text: str) -> set[str]:

@@ -1,20 +1,35 @@
-"""Distil classified optimization commits into Thoughts (technique x operator x ISA family) and Ideas.
+"""Distil classified optimization commits into Thoughts (one per technique instance) and Ideas (their groups).
 
-Ids are deterministic (`thought:<technique>:<operator>:<isa family>`, `idea:<technique>`), so mining the
-same evidence again, or more of it later, merges into the same nodes instead of duplicating them.
+A thought is what one change did with one technique on one ISA: the commit's own words for what and why,
+the hunk that carries the technique (chosen by that ISA's vector code and the technique's signals, never a
+licence header), the claimed figures with their text, and for other ISAs the RVV form of its intrinsics.
+Ids are deterministic (`thought:<change>:<isa>:<technique>`): re-mining merges, and a pull request mirrored
+between repositories (ggml and llama.cpp) is one change, so one thought with evidence from both.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from knowledge.rvv_translation import rvv_equivalents
 from knowledge.taxonomy import ISA_FAMILY, TECHNIQUE_DESCRIPTIONS, Isa, Operator, Technique
-from miners.classify import TECHNIQUE_CODE, TOKEN_RX, Classification, diff_hunks, geometric_mean
+from miners.classify import (
+    ISA_ORDER,
+    ISA_SUBSUMES,
+    TECHNIQUE_CODE,
+    TOKEN_RX,
+    Classification,
+    code_isa_counts,
+    diff_hunks,
+    geometric_mean,
+    token_signals,
+)
 
 EXAMPLE_MAX_LINES = 40
 FAMILY_NAMES = {
@@ -112,43 +127,84 @@ class Evidence:
     patch: str = ""
     code_paths: frozenset[str] | None = None  # examples come from these files only (None: every file)
     insight: str | None = None  # the LLM's one-paragraph lesson, when --llm
+    message: str = ""
     _hunks: list[_Hunk] | None = None
+
+    @property
+    def change(self) -> str:
+        return change_key(self.title, self.sha)
 
     def hunks(self) -> list[_Hunk]:
         """The patch's hunks with what ranking needs, computed once: several thoughts look at them."""
         if self._hunks is None:
             keep = self.code_paths.__contains__ if self.code_paths is not None else None
+            named = set(self.classification.isas)
             self._hunks = []
             budget = EXAMPLE_SCAN_CHARS
             for path, text in diff_hunks(self.patch, keep):
-                changed = "\n".join(_CHANGED_RX.findall(text))
-                if not changed:
+                added = "\n".join(_ADDED_RX.findall(text))
+                if not added.strip():
                     continue
-                tokens = Counter(TOKEN_RX.findall(changed))
+                tokens = Counter(TOKEN_RX.findall(added))
                 vocab = " ".join(tokens)
-                intr = sum(tokens.get(m, 1) for m in _EXAMPLE_INTRINSIC_RX.findall(vocab))
-                self._hunks.append(_Hunk(path, text, changed.count("\n") + 1, intr, tokens, vocab))
-                budget -= len(changed)
+                counts, _ = code_isa_counts(vocab)
+                isa, n_isa = _hunk_isa(counts, tokens, vocab, named)
+                lines = added.split("\n")
+                boiler = sum(1 for ln in lines if _BOILER_RX.search(ln)) / len(lines)
+                self._hunks.append(_Hunk(path, text, len(lines), isa, n_isa, boiler, tokens, vocab))
+                budget -= len(added)
                 if budget <= 0:
                     break
         return self._hunks
 
 
-_CHANGED_RX = re.compile(r"^[+-].*", re.M)
-EXAMPLE_SCAN_CHARS = 40_000  # changed code per commit searched for an example (the best is near the top)
+_ADDED_RX = re.compile(r"^\+(.*)", re.M)
+EXAMPLE_SCAN_CHARS = 60_000  # added code per commit searched for examples
+# Licence headers, includes, blank and comment-only lines: never what an example is for.
+_BOILER_RX = re.compile(
+    r"copyright|licen[cs]|spdx|all rights reserved|warrant|redistribut|permission is hereby|the software|"
+    r"^\s*#\s*(?:include|pragma once)|^\s*(?://|/\*|\*/|\*)|^\s*$",
+    re.I,
+)
+# "... (#1234)" on GitHub, "... (llama/1234)" / "(whisper/1234)" when ggml syncs a llama.cpp/whisper.cpp PR
+_PR_RX = re.compile(r"\s*\((?:#|llama/|whisper/|ggml/)(\d+)\)\s*$")
+_WORDS_RX = re.compile(r"[a-z0-9_.]+")
+
+
+def change_key(title: str, sha: str) -> str:
+    """One key per change: a pull request's title and number (mirrored PRs share it), else the commit."""
+    m = _PR_RX.search(title)
+    if not m:
+        return sha[:12]
+    words = " ".join(_WORDS_RX.findall(title[: m.start()].lower()))
+    return "pr" + hashlib.sha1(f"{words}|{m.group(1)}".encode()).hexdigest()[:10]
 
 
 @dataclass(frozen=True, slots=True)
 class _Hunk:
     path: str
     text: str
-    n_changed: int  # +/- lines
-    intrinsics: int
-    tokens: Counter[str]  # identifiers of the +/- lines -> occurrences
+    n_added: int
+    isa: Isa | None  # the ISA whose vector code the added lines show (None: portable code)
+    isa_tokens: int  # occurrences of that ISA's vector-code tokens
+    boiler: float  # share of added lines that are licence/include/comment/blank
+    tokens: Counter[str]  # identifiers of the added lines -> occurrences
     vocab: str  # the distinct tokens: technique patterns are token-level, so they scan this, not the text
 
     def hits(self, rx: re.Pattern[str]) -> int:
         return sum(self.tokens.get(m, 1) for m in rx.findall(self.vocab))
+
+
+def _hunk_isa(counts: Counter[Isa], tokens: Counter[str], vocab: str, named: set[Isa]) -> tuple[Isa | None, int]:
+    """The hunk's main ISA by its vector-code tokens, refined by the commit's ISAs (AVX code in an AVX2 change)."""
+    if not counts:
+        return None, 0
+    found = {i for i, n in counts.items() if n >= max(counts.values()) / 10}
+    for i in list(found):
+        found -= set(ISA_SUBSUMES.get(i, ()))
+    isa = max(sorted(found, key=ISA_ORDER.index), key=lambda i: counts[i])
+    better = next((n for n in ISA_ORDER if n in named and isa in ISA_SUBSUMES.get(n, ())), isa)
+    return better, sum(counts[i] for i in counts if i == isa or i in ISA_SUBSUMES.get(isa, ()))
 
 
 @dataclass(slots=True)
@@ -165,65 +221,89 @@ class ThoughtDraft:
     evidence: list[str]
     claims: list[float]
     claim_texts: list[str] = field(default_factory=list)  # each believable figure with its span and commit
-    merged_from: list[str] = field(default_factory=list)
-    source: str = "mined"  # mined | llm (an LLM lesson is in the text) | whatever a graph thought had
+    rvv_equivalents: list[str] = field(default_factory=list)
+    change: str = ""
+    repos: list[str] = field(default_factory=list)
+    source: str = "mined"  # mined | llm (an LLM lesson is in the text)
 
     @property
     def prior_speedup(self) -> float | None:
         g = geometric_mean(self.claims)
         return round(g, 3) if g else None
 
+    def absorb(self, other: ThoughtDraft) -> None:
+        """The same change seen again (a mirrored pull request): its commits become evidence too."""
+        new = [s for s in other.evidence if s not in self.evidence]
+        if not new:
+            return
+        self.evidence = sorted({*self.evidence, *new})
+        self.repos = sorted({*self.repos, *other.repos})
 
-def thought_id(technique: Technique, operator: Operator, family: str) -> str:
-    return f"thought:{technique.value}:{operator.value}:{family}"
+
+def thought_id(change: str, isa: Isa, technique: Technique) -> str:
+    return f"thought:{change}:{isa.value}:{technique.value}"
 
 
 def idea_id(technique: Technique) -> str:
+    """The technique's own idea: thoughts no group of other evidence shares yet hang here."""
     return f"idea:{technique.value}"
 
 
-def group_key(ev: Evidence) -> list[tuple[Technique, Operator, str, Isa]]:
-    """The (technique, operator family, ISA family, representative ISA) groups one commit evidences."""
-    c = ev.classification
-    op = c.operators[0] if c.operators else Operator.OTHER
-    isas = c.isas or [Isa.GENERIC]
-    by_family: dict[str, Isa] = {}
-    for isa in isas:
-        by_family.setdefault(ISA_FAMILY[Isa(isa)], Isa(isa))
-    return [(Technique(t), Operator(op), fam, isa) for t in c.techniques for fam, isa in by_family.items()]
-
-
 def build_thoughts(evidence: Sequence[Evidence]) -> dict[str, ThoughtDraft]:
-    groups: dict[tuple[Technique, Operator, str], list[tuple[Evidence, Isa]]] = defaultdict(list)
-    for ev in evidence:
-        for tech, op, fam, isa in group_key(ev):
-            groups[(tech, op, fam)].append((ev, isa))
+    """One draft per (change, ISA, technique); mirrored commits of one change fold into the same draft."""
     out: dict[str, ThoughtDraft] = {}
-    for (tech, op, fam), items in sorted(groups.items(), key=lambda kv: kv[0]):
-        evs = sorted((e for e, _ in items), key=lambda e: (-e.classification.score, e.sha))
-        isa_counts: dict[Isa, int] = defaultdict(int)
-        for _, isa in items:
-            isa_counts[isa] += 1
-        isa = max(sorted(isa_counts), key=lambda i: isa_counts[i])
-        tid = thought_id(tech, op, fam)
-        example, idents = pick_example(tech, evs)
-        claims = [x for e in evs for x in e.classification.perf_claims]
-        texts = [claim_text(c.value, c.span, e.sha) for e in evs for c in e.classification.claims if c.plausible]
-        out[tid] = ThoughtDraft(
-            id=tid,
-            idea_id=idea_id(tech),
-            technique=tech,
-            operator=op,
-            isa=isa,
-            title=thought_title(tech, op, fam, isa),
-            description=describe(tech, op, fam, evs),
-            example_code=example,
-            identifiers=idents,
-            evidence=sorted({e.sha for e in evs}),
-            claims=claims,
-            claim_texts=texts,
-            source="llm" if any(e.insight for e in evs) else "mined",
-        )
+    for ev in sorted(evidence, key=lambda e: e.sha):
+        for d in evidence_thoughts(ev):
+            if d.id in out:
+                out[d.id].absorb(d)
+            else:
+                out[d.id] = d
+    return out
+
+
+def evidence_thoughts(ev: Evidence) -> list[ThoughtDraft]:
+    """The technique instances one commit evidences: per ISA whose vector code it shows, per technique."""
+    c = ev.classification
+    hunks = [h for h in ev.hunks() if h.boiler < 0.9]
+    isas = list(c.isas) or [Isa.GENERIC]
+    shown = [i for i in isas if any(h.isa == i for h in hunks)]
+    # A change adding one ISA's vector code and naming others (dispatch, guards) is about that one ISA.
+    targets = shown or isas
+    op = Operator(c.operators[0]) if c.operators else Operator.OTHER
+    why = rationale(ev.message, ev.title)
+    texts = [claim_text(x.value, x.span, ev.sha) for x in c.claims if x.plausible]
+    out: list[ThoughtDraft] = []
+    for isa in targets:
+        pool = [h for h in hunks if h.isa == isa] or [h for h in hunks if h.isa is None] or hunks
+        for tech in c.techniques:
+            tech = Technique(tech)
+            rx = TECHNIQUE_CODE.get(tech)
+            code_based = any(r.startswith(f"{tech.value}: added code uses") for r in c.reasons)
+            if code_based and rx is not None and len(targets) > 1 and not any(h.hits(rx) for h in pool):
+                continue  # the technique's code is in another ISA's hunks
+            hunk = _best_hunk(pool, tech)
+            example = render_example(hunk, ev.sha, isa, tech) if hunk else ""
+            idents = sorted(set(_EXAMPLE_IDENT_RX.findall(example)))
+            out.append(
+                ThoughtDraft(
+                    id=thought_id(ev.change, isa, tech),
+                    idea_id=idea_id(tech),
+                    technique=tech,
+                    operator=op,
+                    isa=isa,
+                    title=thought_title(ev.title, tech, isa),
+                    description=describe(ev, tech, op, isa, why),
+                    example_code=example,
+                    identifiers=" ".join(idents[:60]),
+                    evidence=[ev.sha],
+                    claims=list(c.perf_claims),
+                    claim_texts=texts,
+                    rvv_equivalents=rvv_equivalents(example) if ISA_FAMILY[isa] != "riscv" else [],
+                    change=ev.change,
+                    repos=[ev.repo],
+                    source="llm" if ev.insight else "mined",
+                )
+            )
     return out
 
 
@@ -232,127 +312,217 @@ def claim_text(value: float, span: str, sha: str) -> str:
     return f"{value:g}x: {span!r} ({sha[:9]})"
 
 
-def thought_title(tech: Technique, op: Operator, fam: str, isa: Isa) -> str:
-    what = "kernels" if op == Operator.OTHER else f"{op.value} kernels"
-    where = FAMILY_NAMES.get(fam, fam)
-    isa_txt = f" ({isa.value})" if isa != Isa.GENERIC else ""
-    return f"{IDEA_PRINCIPLES[tech][0]}: {what} on {where}{isa_txt}"
+_PR_SUFFIX_RX = re.compile(r"\s*\((?:#|llama/|whisper/|ggml/)\d+\)\s*$")
 
 
-def describe(tech: Technique, op: Operator, fam: str, evs: Sequence[Evidence]) -> str:
-    """Deterministic text from the features: the technique, what the commits did, what they claimed."""
-    lines = [f"{TECHNIQUE_DESCRIPTIONS[tech]} in {op.value} code for {FAMILY_NAMES.get(fam, fam)}."]
-    insights = [e.insight for e in evs if e.insight]
-    if insights:
-        lines.append(insights[0])
-    signals = []
-    for e in evs:
-        for r in e.classification.reasons:
-            if f"{tech.value}:" in r and "message says" not in r:
-                signals.append(r.split(": ", 2)[-1])
-    techs_reason = [r for e in evs for r in e.classification.reasons if r.startswith("+") and "diff shows" in r]
-    if signals:
-        lines.append("Seen in the diffs: " + "; ".join(dict.fromkeys(signals[:3])) + ".")
-    elif techs_reason:
-        lines.append("Seen in the diffs: " + techs_reason[0].split("diff shows ", 1)[-1] + ".")
-    titles = "; ".join(f"{e.title[:80]!r} ({e.sha[:9]})" for e in evs[:3])
-    lines.append(f"Evidence: {len(evs)} commit{'s' if len(evs) != 1 else ''}, e.g. {titles}.")
-    claims = [x for e in evs for x in e.classification.perf_claims]
+def thought_title(commit_title: str, tech: Technique, isa: Isa) -> str:
+    where = "" if isa == Isa.GENERIC else f" on {isa.value}"
+    return f"{_PR_SUFFIX_RX.sub('', commit_title)[:110]} [{tech.value}{where}]"
+
+
+# A sentence that says why: cause, mechanism or effect words.
+_WHY_RX = re.compile(
+    r"\b(?:because|so that|so the|in order to|to avoid|avoids?|hides?|hiding|reduc\w+|fewer|saves?|"
+    r"latency|bandwidth|cache|throughput|instead of|allows?|enables?|improv\w+|faster|speed\w*|"
+    r"stall\w*|pipeline|register pressure|overhead|bound)\b",
+    re.I,
+)
+_NOISE_LINE_RX = re.compile(
+    r"^\s*(?:[*-]\s|co-authored-by|signed-off-by|reviewed-by|\||```|#+\s|http)|^\s*$",
+    re.I,
+)
+
+
+def rationale(message: str, title: str) -> str:
+    """The commit's own reason: the first body sentence with a cause/mechanism/effect word, else ""."""
+    body = message.split("\n", 1)[1] if "\n" in message else ""
+    lines = [ln.strip() for ln in body.split("\n") if not _NOISE_LINE_RX.match(ln)]
+    text = " ".join(lines)
+    for sentence in re.split(r"(?<=[.!?])\s+", text):
+        if len(sentence) >= 20 and _WHY_RX.search(sentence):
+            return sentence[:300]
+    return ""
+
+
+def describe(ev: Evidence, tech: Technique, op: Operator, isa: Isa, why: str) -> str:
+    """What was done, why (the commit's own words), what the diff shows and what was claimed."""
+    c = ev.classification
+    where = "portable C" if isa == Isa.GENERIC else isa.value
+    lines = [
+        f"{ev.repo} {ev.sha[:9]}: {ev.title[:160]}.",
+        f"{TECHNIQUE_DESCRIPTIONS[tech]} in {op.value} code ({where}).",
+    ]
+    signal = next((r.split(": ", 1)[1] for r in c.reasons if r.startswith(f"{tech.value}: ")), "")
+    if signal:
+        lines.append(f"The change {signal}.")
+    if ev.insight:
+        lines.append(ev.insight)
+    lines.append(f"Why: {why}" if why else "Why: the commit gives no reason beyond its title.")
+    claims = [x for x in c.claims if x.plausible]
     if claims:
-        g = geometric_mean(claims)
-        lines.append(f"Reported speedups: {', '.join(f'{x:g}x' for x in claims[:5])} (geometric mean {g:.2f}x).")
+        lines.append("Claimed: " + "; ".join(f"{x.value:g}x ({x.span!r})" for x in claims[:3]) + ".")
     return " ".join(lines)
 
 
-_EXAMPLE_INTRINSIC_RX = re.compile(r"__riscv_\w+|_mm\d*_\w+|\bv\w+q_\w+|\bsv\w+_[suf]\d+|__l[a]?sx_\w+|vec_\w+")
+def _best_hunk(pool: Sequence[_Hunk], tech: Technique) -> _Hunk | None:
+    """The hunk that carries the technique: its signals first, then the ISA's vector code, never boilerplate."""
+    rx = TECHNIQUE_CODE.get(tech)
+
+    def rank(h: _Hunk) -> float:
+        hits = h.hits(rx) if rx is not None else 0
+        return 10 * min(hits, 10) + 3 * min(h.isa_tokens, 20) + min(h.n_added, 30) / 10 - 40 * h.boiler
+
+    return max(pool, key=rank, default=None)
+
+
+def render_example(h: _Hunk, sha: str, isa: Isa, tech: Technique) -> str:
+    """The hunk's densest window of EXAMPLE_MAX_LINES lines (added code with the ISA's and the technique's
+    tokens weighs most), boilerplate trimmed from its edges, headed by file, commit and ISA."""
+    header, *lines = h.text.split("\n")
+    rx = TECHNIQUE_CODE.get(tech)
+    weights = [_line_weight(ln, isa, rx) for ln in lines]
+    n = min(EXAMPLE_MAX_LINES, len(lines))
+    best, best_at = -1.0, 0
+    run = sum(weights[:n])
+    for start in range(0, len(lines) - n + 1):
+        if start:
+            run += weights[start + n - 1] - weights[start - 1]
+        if run > best:
+            best, best_at = run, start
+    window = lines[best_at : best_at + n]
+    while window and _BOILER_RX.search(window[0][1:]):
+        window.pop(0)
+    while window and _BOILER_RX.search(window[-1][1:]):
+        window.pop()
+    where = "" if isa == Isa.GENERIC else f" ({isa.value})"
+    more = len(lines) - len(window)
+    tail = [f"... ({more} more lines in this hunk)"] if more > 0 else []
+    return "\n".join([f"// {h.path} @ {sha[:9]}{where}", header.split("@@")[0] + "@@", *window, *tail])
+
+
+def _line_weight(line: str, isa: Isa, rx: re.Pattern[str] | None) -> float:
+    if not line.startswith("+"):
+        return 0.1
+    code = line[1:]
+    if _BOILER_RX.search(code):
+        return 0.0
+    w = 1.0
+    for tok in TOKEN_RX.findall(code):
+        _, isas, _ = token_signals(tok)
+        if isa in isas:
+            w += 1.0
+        if rx is not None and rx.search(tok):
+            w += 2.0
+    return w
+
+
 _EXAMPLE_IDENT_RX = re.compile(
     r"\b(?:__riscv_\w+|_mm\d*_\w+|v\w+q_[suf]\d+\w*|sv\w+_[suf]\d+\w*|__l[a]?sx_\w+|vec_\w+|v[a-z]+\d*_v[vxf]\w*)\b"
 )
 
 
-def pick_example(tech: Technique, evs: Sequence[Evidence]) -> tuple[str, str]:
-    """A trimmed before/after hunk from the best evidence, preferring hunks that show the technique."""
-    rx = TECHNIQUE_CODE.get(tech)
-    best: tuple[int, str, str, str] | None = None
-    for e in evs[:8]:
-        if not e.patch:
-            continue
-        for h in e.hunks():
-            hits = h.hits(rx) if rx else 0
-            rank = hits * 10 + min(h.intrinsics, 20) + min(h.n_changed, 30) // 10
-            if best is None or rank > best[0]:
-                best = (rank, e.sha, h.path, h.text)
-    if best is None:
-        return "", ""
-    _, sha, path, hunk = best
-    lines = hunk.split("\n")
-    if len(lines) > EXAMPLE_MAX_LINES:
-        lines = [*lines[:EXAMPLE_MAX_LINES], f"... ({len(lines) - EXAMPLE_MAX_LINES} more lines)"]
-    code = f"// {path} @ {sha[:9]}\n" + "\n".join(lines)
-    idents = sorted(set(_EXAMPLE_IDENT_RX.findall(code)))
-    return code, " ".join(idents[:60])
-
-
 # ---------------------------------------------------------------------------------------------------------
-# Near-duplicate merging
+# Ideas: groups of thoughts of one technique whose texts are close
 
 
-def merge_text(d: ThoughtDraft) -> str:
-    """What near-duplicate merging compares: title and description without the evidence list."""
-    return f"{d.title}\n{d.description.split(' Evidence:')[0]}"
+IDEA_JOIN = 0.80  # cosine similarity of a thought to a group's centroid (or leader) to belong to it
 
 
-def merge_near_duplicates(
-    drafts: dict[str, ThoughtDraft],
-    embed: Callable[[list[str]], np.ndarray],
-    threshold: float,
-    keep: set[str] = frozenset(),  # type: ignore[assignment]
-    graph: Sequence[ThoughtDraft] = (),
-) -> dict[str, ThoughtDraft]:
-    """Fold a thought into another of the same operator and ISA family when their texts nearly match.
+@dataclass(slots=True)
+class IdeaGroup:
+    id: str
+    technique: Technique
+    members: list[str]  # thought ids
+    changed: bool = False  # new, or took in thoughts: its text is (re)written
 
-    `graph` holds thoughts already in the graph that are not among `drafts` (text only, no evidence):
-    a new draft can fold into one of them, which then comes back in the result carrying the draft's
-    evidence. Ids in `keep` and graph thoughts always survive; two of them are never merged (both are
-    nodes already). Deterministic: candidates are visited in id order and the one with more evidence
-    (then the smaller id) survives.
+
+@dataclass(frozen=True, slots=True)
+class ThoughtFacts:
+    """What grouping and an idea's text need of a thought (a draft or one read from the graph)."""
+
+    id: str
+    technique: Technique
+    operator: str
+    isa: str
+    change: str
+    repo: str
+    idea_id: str
+    why: str
+    identifiers: str
+
+
+def group_ideas(
+    facts: Sequence[ThoughtFacts], vectors: np.ndarray, threshold: float = IDEA_JOIN
+) -> dict[str, IdeaGroup]:
+    """Mined ideas as groups of thoughts of one technique from at least two changes.
+
+    Thoughts already in a mined idea stay there. The others (new, or still on their technique's own idea)
+    join the mined idea whose centroid is nearest if it is within `threshold`, else gather behind the first
+    of them (id order) within `threshold` of it; a gathering spanning two or more changes becomes a new
+    idea (`idea:<technique>:<leader's change>`), and the rest stay on the technique's own idea.
+    Deterministic for a given graph and input, and incremental: an idea keeps its id as it grows.
     """
-    hosts = {g.id: g for g in graph if g.id not in drafts}
-    pool = {**drafts, **hosts}
-    ids = sorted(pool)
-    if len(ids) < 2:
-        return drafts
-    fixed = set(keep) | set(hosts)
-    vecs = embed([merge_text(pool[i]) for i in ids])
-    sims = vecs @ vecs.T
-    alive = dict(pool)
-    for a_idx, a in enumerate(ids):
-        if a not in alive:
-            continue
-        for b_idx in range(a_idx + 1, len(ids)):
-            b = ids[b_idx]
-            if b not in alive or (a in fixed and b in fixed):
+    groups: dict[str, IdeaGroup] = {}
+    by_tech: dict[Technique, list[int]] = defaultdict(list)
+    for i, f in enumerate(facts):
+        by_tech[f.technique].append(i)
+    for tech, idx in sorted(by_tech.items()):
+        fallback = idea_id(tech)
+        mined: dict[str, list[int]] = defaultdict(list)
+        loose: list[int] = []
+        for i in sorted(idx, key=lambda i: facts[i].id):
+            (mined[facts[i].idea_id] if facts[i].idea_id.startswith(fallback + ":") else loose).append(i)
+        for gid, members in mined.items():
+            groups[gid] = IdeaGroup(gid, tech, [facts[i].id for i in members])
+        if mined and loose:
+            ids = sorted(mined)
+            cents = np.stack([_unit(vectors[mined[g]].mean(axis=0)) for g in ids])
+            sims = vectors[loose] @ cents.T
+            rest = []
+            for row, i in enumerate(loose):
+                j = int(np.argmax(sims[row]))
+                if sims[row, j] >= threshold:
+                    groups[ids[j]].members.append(facts[i].id)
+                    groups[ids[j]].changed = True
+                else:
+                    rest.append(i)
+            loose = rest
+        taken: set[int] = set()
+        for a in loose:
+            if a in taken:
                 continue
-            da, db = alive[a], alive[b]
-            if da.operator != db.operator or ISA_FAMILY[da.isa] != ISA_FAMILY[db.isa]:
-                continue
-            if float(sims[a_idx, b_idx]) < threshold:
-                continue
-            winner, loser = _survivor(da, db, fixed)
-            winner.evidence = sorted(set(winner.evidence) | set(loser.evidence))
-            winner.claims = winner.claims + loser.claims
-            winner.claim_texts = winner.claim_texts + loser.claim_texts
-            winner.merged_from.append(loser.id)
-            alive.pop(loser.id)
-            if loser.id == a:
-                break
-    # Graph thoughts come back only when they took in evidence.
-    return {k: v for k, v in alive.items() if k not in hosts or v.merged_from}
+            near = [b for b in loose if b not in taken and float(vectors[a] @ vectors[b]) >= threshold]
+            if len({facts[b].change for b in near}) >= 2:
+                gid = f"{fallback}:{facts[a].change}"
+                groups[gid] = IdeaGroup(gid, tech, [facts[b].id for b in near], changed=True)
+                taken.update(near)
+    return groups
 
 
-def _survivor(a: ThoughtDraft, b: ThoughtDraft, keep: set[str]) -> tuple[ThoughtDraft, ThoughtDraft]:
-    if (a.id in keep) != (b.id in keep):
-        return (a, b) if a.id in keep else (b, a)
-    if len(a.evidence) != len(b.evidence):
-        return (a, b) if len(a.evidence) > len(b.evidence) else (b, a)
-    return (a, b) if a.id < b.id else (b, a)
+def _unit(v: np.ndarray) -> np.ndarray:
+    n = float(np.linalg.norm(v))
+    return v / n if n else v
+
+
+def idea_text(group: IdeaGroup, facts: dict[str, ThoughtFacts]) -> tuple[str, str, str]:
+    """(title, statement, when it applies) of a mined idea, from its thoughts' evidence."""
+    members = [facts[m] for m in group.members if m in facts]
+    ops = [o for o, _ in Counter(f.operator for f in members).most_common(3)]
+    isas = [i for i, _ in Counter(f.isa for f in members).most_common(4)]
+    changes = {f.change for f in members}
+    repos = sorted({f.repo for f in members if f.repo})
+    idents = Counter(t for f in members for t in set(f.identifiers.split()))
+    common = [t for t, n in idents.most_common(6) if n >= 2]
+    principle = IDEA_PRINCIPLES[group.technique][0]
+    title = f"{principle}: {', '.join(ops)} on {', '.join(isas)}"
+    why = next((f.why for f in members if f.why), "")
+    statement = f"{TECHNIQUE_DESCRIPTIONS[group.technique]} in {', '.join(ops)} kernels ({', '.join(isas)})."
+    if why:
+        statement += f" As one of its {len(changes)} changes puts it: {why}"
+    applies = (
+        f"{', '.join(ops)} kernels on {', '.join(isas)}; evidenced by {len(changes)} changes"
+        + (f" in {', '.join(repos)}" if repos else "")
+        + (f"; shared intrinsics: {', '.join(common)}" if common else "")
+        + "."
+    )
+    return title, statement, applies

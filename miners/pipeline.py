@@ -17,16 +17,27 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+import numpy as np
+
 from core.errors import InvalidInput
 from core.settings import Settings
 from knowledge.embeddings import Embedder
 from knowledge.ingest import Ingestor
 from knowledge.models import Commit, Idea, Relationship, RelType, Repository, Thought, utcnow
 from knowledge.store import GraphStore
-from knowledge.taxonomy import ISA_FAMILY, Isa, Operator, Technique
+from knowledge.taxonomy import Technique
 from miners import LIBRARIES, gitwalk
-from miners.classify import Classification, Triage, classify, geometric_mean, gpu_only, triage
-from miners.distill import IDEA_PRINCIPLES, Evidence, ThoughtDraft, build_thoughts, idea_id, merge_near_duplicates
+from miners.classify import Classification, Triage, classify, gpu_only, triage
+from miners.distill import (
+    IDEA_PRINCIPLES,
+    Evidence,
+    ThoughtDraft,
+    ThoughtFacts,
+    build_thoughts,
+    group_ideas,
+    idea_id,
+    idea_text,
+)
 from miners.profiles import PROFILES, LibraryProfile, detect_library
 
 DAMAGED_REASON = "an object of this commit is unreadable: line counts unknown"
@@ -45,16 +56,18 @@ class _NoProgress:
 class MineOptions:
     library: str = "auto"
     since: str | None = None
+    full: bool = False  # walk the whole history again, whatever was mined before
     limit: int | None = None
     llm: bool = False
     name: str | None = None  # repository name in the graph; default: folder or owner/name of the URL
     max_file_lines: int = 3000  # a file changing more lines than this is generated/vendored: not read
     max_patch_bytes: int = 400_000  # per commit
-    merge_threshold: float = 0.95  # cosine similarity above which two thoughts are one
 
     def validate(self) -> None:
         if self.library not in LIBRARIES:
             raise InvalidInput(f"--library: unknown value {self.library!r}", f"use one of: {', '.join(LIBRARIES)}")
+        if self.full and self.since:
+            raise InvalidInput("--full and --since: pick one", "--full re-walks everything; --since walks a range")
         if self.limit is not None and self.limit < 1:
             raise InvalidInput(f"--limit: {self.limit} is not a positive number", "give N >= 1 or leave it out")
 
@@ -75,10 +88,12 @@ class MineReport:
     thoughts_updated: int = 0
     ideas_created: int = 0
     ideas_updated: int = 0
-    thoughts_merged: int = 0
+    mirrored_commits: int = 0  # commits of a change already in the graph from another repository (or run)
     embedded: int = 0
     llm_calls: int = 0
     llm_failures: list[str] = field(default_factory=list)
+    mined_ranges: list[str] = field(default_factory=list)  # --since ranges not yet joined to the mined history
+    commits: list[dict[str, Any]] = field(default_factory=list)  # per-candidate verdicts (the patch was read)
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
@@ -166,6 +181,8 @@ class Miner:
     ) -> list[str] | None:
         if head is None:
             return None
+        if opts.full:
+            return [head]
         if opts.since:
             since = gitwalk.resolve_rev(handle, opts.since)
             return [head, f"^{since}"]
@@ -184,11 +201,16 @@ class Miner:
         last mined head plus the evidence commits already linked to the repository, read now, before this
         run links its own.
         """
-        if stored is None or (previous and revs[1:] == [f"^{previous}"]):
+        ranges = stored.mined_ranges if stored else []
+        if stored is None or (previous and revs[1:] == [f"^{previous}"] and not ranges):
             return lambda walked: set()
         known: set[str] = set()
         if previous and gitwalk.has_commit(handle, previous):
             known.update(gitwalk.rev_list(handle, [previous]))
+        for r in ranges:  # what earlier --since runs walked
+            tip, _, base = r.partition("^")
+            if gitwalk.has_commit(handle, tip) and gitwalk.has_commit(handle, base):
+                known.update(gitwalk.rev_list(handle, [tip, f"^{base}"]))
         rows = self.store.read(
             "MATCH (c:Commit)-[:IN_REPO]->(:Repository {name: $name}) RETURN c.sha AS sha", name=handle.name
         )
@@ -235,6 +257,7 @@ class Miner:
         self.progress.update("reading commits", len(walked), len(walked))
         report.commits_read = len(walked)
         report.candidates = len(candidates)
+        report.commits = [_verdict(m) for m in candidates]
         return candidates
 
     # -- distillation and ingest ---------------------------------------------------------------------------
@@ -263,33 +286,194 @@ class Miner:
             self._llm(evidence, report)
         t_distill = time.perf_counter()
         drafts = build_thoughts(evidence)
-        known = self.store.existing_keys("Thought", list(drafts))
-        hosts = self._graph_hosts(drafts, known)
+        graph = self._graph_thoughts(list(drafts))
         embedder = embedder_future.result()
-        merged = merge_near_duplicates(drafts, embedder.embed, opts.merge_threshold, keep=known, graph=hosts)
-        report.thoughts_merged = sum(len(d.merged_from) for d in merged.values())
-        report.timings["distill"] = round(time.perf_counter() - t_distill, 3)
-        thoughts = self._merge_with_graph(merged)
-        existed = known | {h.id for h in hosts}
-        report.thoughts_created = len([t for t in thoughts if t.id not in existed])
+        thoughts = [self._thought(d, graph.get(d.id)) for d in drafts.values()]
+        report.thoughts_created = sum(1 for t in thoughts if t.id not in graph)
         report.thoughts_updated = len(thoughts) - report.thoughts_created
-        ideas = _ideas({Technique(t.technique) for t in thoughts})
+        report.mirrored_commits = sum(
+            len(set(t.evidence) - set(graph[t.id]["shas"])) for t in drafts.values() if t.id in graph
+        )
+        # Unchanged thoughts (same text, no new evidence) are not written again.
+        thoughts = [t for t in thoughts if t.id not in graph or _new_evidence(drafts[t.id], graph[t.id])]
+        vectors = self._embed_new(embedder, thoughts, graph)
+        ideas, moves = self._group_ideas(thoughts, vectors, graph)
+        report.timings["distill"] = round(time.perf_counter() - t_distill, 3)
         idea_known = self.store.existing_keys("Idea", [i.id for i in ideas])
         report.ideas_created = len([i for i in ideas if i.id not in idea_known])
         report.ideas_updated = len(ideas) - report.ideas_created
 
         repo_node = _repository(handle, profile, stored, stored.last_mined_head if stored else None)
         if not opts.limit:  # a partial walk moves neither the head nor the count
-            repo_node.last_mined_head = head
-            full = revs == [head]
-            repo_node.commits_read = len(walked) if full else repo_node.commits_read + report.new_commits
+            self._record_coverage(handle, repo_node, head, revs, walked, report)
+        report.mined_ranges = repo_node.mined_ranges
         repo_node.mined_at = utcnow()
         rels = [_rel(RelType.HAS_THOUGHT, "Idea", t.idea_id, "Thought", t.id) for t in thoughts]
-        for d in merged.values():
+        for d in drafts.values():
             rels += [_rel(RelType.EVIDENCED_BY, "Thought", d.id, "Commit", sha) for sha in d.evidence]
-        ingest = Ingestor(self.store, embedder).ingest([repo_node, *ideas, *thoughts], rels)
+        ingest = Ingestor(self.store, embedder).ingest([repo_node, *ideas, *thoughts], rels, precomputed=vectors)
+        self._move_thoughts(moves)
         report.embedded = ingest.embedded
         report.timings["distill_and_ingest"] = round(time.perf_counter() - t0, 3)
+
+    def _record_coverage(
+        self,
+        handle: gitwalk.RepoHandle,
+        repo: Repository,
+        head: str,
+        revs: list[str],
+        walked: list[str],
+        report: MineReport,
+    ) -> None:
+        """What is mined now: the whole history up to `last_mined_head`, plus --since ranges beyond it.
+
+        A --since range extends the mined history only when its base lies inside it (contiguous); else it
+        is kept as a range, and the next plain mine walks the whole history (commits already mined count
+        as old), so a --since run never hides the older commits from later runs.
+        """
+        previous = repo.last_mined_head
+        if revs == [head]:  # the whole history: every earlier range is inside it
+            repo.last_mined_head, repo.commits_read, repo.mined_ranges = head, len(walked), []
+            return
+        repo.commits_read += report.new_commits
+        base = revs[1][1:] if len(revs) > 1 else None
+        contiguous = previous is not None and base is not None and gitwalk.is_ancestor(handle, base, previous)
+        if revs[1:] == [f"^{previous}"] or (contiguous and gitwalk.is_ancestor(handle, previous, head)):
+            repo.last_mined_head = head
+        elif base is not None:
+            repo.mined_ranges = sorted({*repo.mined_ranges, f"{head}^{base}"})
+
+    def _graph_thoughts(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Thoughts already in the graph among `ids`, with their evidence: a re-mined or mirrored change."""
+        rows = self.store.read(
+            "MATCH (t:Thought) WHERE t.id IN $ids OPTIONAL MATCH (t)-[:EVIDENCED_BY]->(c:Commit) "
+            "RETURN t {.*, embedding: null} AS t, collect(c.sha) AS shas",
+            ids=ids,
+        )
+        return {r["t"]["id"]: {**r["t"], "shas": r["shas"]} for r in rows}
+
+    def _thought(self, d: ThoughtDraft, old: dict[str, Any] | None) -> Thought:
+        """The node for a draft; a thought already in the graph keeps its text (so it is never re-embedded)
+        and its idea, and gains the evidence and repositories of the commits mirroring its change."""
+        shas = set(d.evidence) | set(old["shas"] if old else ())
+        keep = old or {}
+        return Thought(
+            id=d.id,
+            idea_id=keep.get("idea_id") or d.idea_id,
+            title=keep.get("title") or d.title,
+            description=keep.get("description") or d.description,
+            example_code=keep.get("example_code") or d.example_code,
+            identifiers=keep.get("identifiers") if old else d.identifiers,
+            technique=d.technique,
+            isa=d.isa,
+            operator=d.operator,
+            evidence_commits=len(shas),
+            prior_speedup=d.prior_speedup,
+            claims=d.claim_texts,
+            rvv_equivalents=keep.get("rvv_equivalents") or d.rvv_equivalents,
+            change=d.change,
+            repos=sorted(set(d.repos) | set(keep.get("repos") or [])),
+            source=keep.get("source") or d.source,
+        )
+
+    def _embed_new(
+        self, embedder: Embedder, thoughts: list[Thought], graph: dict[str, dict[str, Any]]
+    ) -> dict[str, np.ndarray]:
+        """Vectors of the thoughts whose text is not in the graph yet (ingest stores these, grouping uses them)."""
+        new = [t for t in thoughts if t.id not in graph]
+        if not new:
+            return {}
+        self.progress.update("embedding thoughts", 0, len(new))
+        vecs = embedder.embed([t.embedding_text() or t.title for t in new])
+        return {t.id: v for t, v in zip(new, vecs, strict=True)}
+
+    def _group_ideas(
+        self, thoughts: list[Thought], vectors: dict[str, np.ndarray], graph: dict[str, dict[str, Any]]
+    ) -> tuple[list[Idea], list[tuple[str, str, str]]]:
+        """Mined ideas over every mined thought of the techniques this run touched; (ideas, moves) where a
+        move (thought, old idea, new idea) re-links a graph thought that now belongs to a mined idea."""
+        techniques = sorted({str(t.technique) for t in thoughts})
+        if not techniques:
+            return [], []
+        rows = self.store.read_values(
+            "MATCH (t:Thought) WHERE t.technique IN $techs AND t.change IS NOT NULL AND t.change <> '' "
+            "AND NOT t.id IN $ids AND t.embedding IS NOT NULL "
+            "RETURN t.id AS id, t.technique AS technique, t.operator AS operator, t.isa AS isa, t.change AS change, "
+            "t.repos AS repos, t.idea_id AS idea, t.description AS d, t.identifiers AS idents, t.embedding AS v",
+            techs=techniques,
+            ids=[t.id for t in thoughts],
+        )
+        facts: list[ThoughtFacts] = []
+        vecs: list[np.ndarray] = []
+        for r in rows:
+            facts.append(
+                _facts(
+                    r["id"],
+                    r["technique"],
+                    r["operator"],
+                    r["isa"],
+                    r["change"],
+                    r["repos"],
+                    r["idea"],
+                    r["d"],
+                    r["idents"],
+                )
+            )
+            vecs.append(np.frombuffer(r["v"], dtype="<f4"))
+        for t in thoughts:
+            v = vectors.get(t.id)
+            if v is None:
+                v = _stored_vector(self.store, t.id)
+            if v is None:
+                continue
+            facts.append(
+                _facts(t.id, t.technique, t.operator, t.isa, t.change, t.repos, t.idea_id, t.description, t.identifiers)
+            )
+            vecs.append(np.asarray(v, dtype="float32"))
+        if not facts:
+            return [], []
+        groups = group_ideas(facts, np.stack(vecs))
+        by_id = {f.id: f for f in facts}
+        member_of = {m: g.id for g in groups.values() for m in g.members}
+        for t in thoughts:
+            t.idea_id = member_of.get(t.id, idea_id(Technique(t.technique)))
+        # Graph thoughts whose idea changed: thoughts of this run that were in the graph already, and
+        # thoughts not rewritten by this run that a new or grown group took in.
+        moves = [(t.id, graph[t.id]["idea_id"], t.idea_id) for t in thoughts if t.id in graph]
+        written = {t.id for t in thoughts}
+        moves += [(f.id, f.idea_id, member_of[f.id]) for f in facts if f.id not in written and f.id in member_of]
+        moves = [m for m in moves if m[1] != m[2]]
+        ideas = [_technique_idea(Technique(t)) for t in techniques]
+        for g in groups.values():
+            if not g.changed:
+                continue
+            title, statement, applies = idea_text(g, by_id)
+            ideas.append(
+                Idea(
+                    id=g.id,
+                    title=title,
+                    principle=statement,
+                    applies_when=applies,
+                    techniques=[g.technique],
+                    evidence_changes=len({by_id[m].change for m in g.members if m in by_id}),
+                    source="mined",
+                )
+            )
+        return ideas, moves
+
+    def _move_thoughts(self, moves: list[tuple[str, str, str]]) -> None:
+        """Re-link graph thoughts that joined a mined idea; their vector's idea code is refreshed too."""
+        if not moves:
+            return
+        gen = self.store.bump_embedding_generation()
+        self.store.write(
+            "UNWIND $moves AS m MATCH (t:Thought {id: m[0]}) "
+            "OPTIONAL MATCH (:Idea {id: m[1]})-[r:HAS_THOUGHT]->(t) DELETE r "
+            "WITH t, m MATCH (i:Idea {id: m[2]}) MERGE (i)-[:HAS_THOUGHT]->(t) "
+            "SET t.idea_id = m[2], t.embedding_gen = $gen",
+            moves=[list(m) for m in moves],
+            gen=gen,
+        )
 
     def _llm(self, evidence: list[Evidence], report: MineReport) -> None:
         from miners.llm import LlmDistiller
@@ -306,63 +490,6 @@ class Miner:
             e.classification.techniques = [*e.classification.techniques, *extra]
         report.llm_calls = distiller.calls
         report.llm_failures = distiller.failures
-
-    def _graph_hosts(self, drafts: dict[str, ThoughtDraft], known: set[str]) -> list[ThoughtDraft]:
-        """Thoughts in the graph a NEW draft could be a near duplicate of: same operator and ISA family."""
-        new = [d for d in drafts.values() if d.id not in known]
-        if not new:
-            return []
-        families = {ISA_FAMILY[d.isa] for d in new}
-        rows = self.store.read(
-            "MATCH (t:Thought) WHERE t.operator IN $ops AND t.isa IN $isas AND NOT t.id IN $ids "
-            "RETURN t {.id, .idea_id, .title, .description, .example_code, .identifiers, .technique, .isa, "
-            ".operator, .source} AS t",
-            ops=sorted({str(d.operator) for d in new}),
-            isas=[str(i) for i in Isa if ISA_FAMILY[i] in families],
-            ids=list(drafts),
-        )
-        return [h for r in rows if (h := _host_draft(r["t"])) is not None]
-
-    def _merge_with_graph(self, drafts: dict[str, ThoughtDraft]) -> list[Thought]:
-        """Fold in evidence already in the graph so counts and priors cover every mining run."""
-        rows = self.store.read(
-            "MATCH (t:Thought)-[:EVIDENCED_BY]->(c:Commit) WHERE t.id IN $ids "
-            "RETURN t.id AS id, collect(c.sha) AS shas, collect(c.perf_claims) AS claims, "
-            "head(collect(t.example_code)) AS example",
-            ids=list(drafts),
-        )
-        before = {r["id"]: r for r in rows}
-        out: list[Thought] = []
-        for d in drafts.values():
-            old = before.get(d.id)
-            shas = set(d.evidence)
-            claims = list(d.claims)
-            example = d.example_code
-            if old:
-                new_shas = set(old["shas"]) - shas
-                shas |= set(old["shas"])
-                claims_by_sha = dict(zip(old["shas"], old["claims"], strict=False))
-                claims += [x for s in new_shas for x in (claims_by_sha.get(s) or [])]
-                example = old["example"] or example
-            prior = geometric_mean(claims)
-            out.append(
-                Thought(
-                    id=d.id,
-                    idea_id=d.idea_id,
-                    title=d.title,
-                    description=d.description,
-                    example_code=example,
-                    identifiers=d.identifiers,
-                    technique=d.technique,
-                    isa=d.isa,
-                    operator=d.operator,
-                    evidence_commits=len(shas),
-                    prior_speedup=round(prior, 3) if prior else None,
-                    claims=d.claim_texts,
-                    source=d.source,
-                )
-            )
-        return out
 
 
 def classify_commits(
@@ -413,11 +540,40 @@ def classify_commits(
     return out
 
 
-def _ideas(techniques: set[Technique]) -> list[Idea]:
-    return [
-        Idea(id=idea_id(t), title=IDEA_PRINCIPLES[t][0], principle=IDEA_PRINCIPLES[t][1], techniques=[t])
-        for t in sorted(techniques, key=list(Technique).index)
-    ]
+def _technique_idea(t: Technique) -> Idea:
+    """The technique's own idea: its principle is hand-written (so labelled "starter"), its thoughts are the
+    ones no group of evidence shares yet."""
+    return Idea(
+        id=idea_id(t), title=IDEA_PRINCIPLES[t][0], principle=IDEA_PRINCIPLES[t][1], techniques=[t], source="starter"
+    )
+
+
+def _facts(
+    tid: str, tech: Any, op: Any, isa: Any, change: str, repos: Any, idea: str | None, desc: str, idents: str | None
+) -> ThoughtFacts:
+    why = desc.split("Why: ", 1)[1].split(" Claimed:", 1)[0] if "Why: " in (desc or "") else ""
+    if why.startswith("the commit gives no reason"):
+        why = ""
+    return ThoughtFacts(
+        id=tid,
+        technique=Technique(tech),
+        operator=str(op),
+        isa=str(isa),
+        change=change,
+        repo=(repos or [""])[0],
+        idea_id=idea or idea_id(Technique(tech)),
+        why=why,
+        identifiers=idents or "",
+    )
+
+
+def _new_evidence(d: ThoughtDraft, old: dict[str, Any]) -> bool:
+    return bool(set(d.evidence) - set(old["shas"]))
+
+
+def _stored_vector(store: GraphStore, tid: str) -> np.ndarray | None:
+    rows = store.read_values("MATCH (t:Thought {id: $id}) RETURN t.embedding AS v", id=tid)
+    return np.frombuffer(rows[0]["v"], dtype="<f4") if rows and rows[0]["v"] else None
 
 
 def _rel(kind: RelType, sl: str, sk: str, el: str, ek: str) -> Relationship:
@@ -432,6 +588,7 @@ def _repository(
         url=handle.url or (stored.url if stored else None),
         library=profile.name,
         last_mined_head=head,
+        mined_ranges=stored.mined_ranges if stored else [],
         mined_at=stored.mined_at if stored else None,
         commits_read=stored.commits_read if stored else 0,
     )
@@ -444,31 +601,25 @@ def _evidence(repo: str, m: MinedCommit) -> Evidence | None:
     cls = m.classification
     if not cls.is_optimization or not cls.techniques or gpu_only([f.path for f in m.raw.files]):
         return None
-    ev = Evidence(m.raw.sha, repo, m.raw.title, cls, m.patch, frozenset(m.triage.patch_paths))
+    ev = Evidence(m.raw.sha, repo, m.raw.title, cls, m.patch, frozenset(m.triage.patch_paths), message=m.raw.message)
     ev.hunks()  # examples come from the files the classifier read
     return ev
 
 
-def _host_draft(row: dict[str, Any]) -> ThoughtDraft | None:
-    """A graph thought as a draft without evidence (it can take in a near duplicate's); None if unparsable."""
-    try:
-        tech, op, isa = Technique(row["technique"]), Operator(row["operator"]), Isa(row["isa"])
-    except (ValueError, KeyError):
-        return None
-    return ThoughtDraft(
-        id=row["id"],
-        idea_id=row.get("idea_id") or idea_id(tech),
-        technique=tech,
-        operator=op,
-        isa=isa,
-        title=row.get("title") or row["id"],
-        description=row.get("description") or "",
-        example_code=row.get("example_code") or "",
-        identifiers=row.get("identifiers") or "",
-        evidence=[],
-        claims=[],
-        source=row.get("source") or "mined",
-    )
+def _verdict(m: MinedCommit) -> dict[str, Any]:
+    """One candidate's verdict for `eok mine --json`: what was decided and why."""
+    c = m.classification
+    return {
+        "sha": m.raw.sha,
+        "title": m.raw.title,
+        "verdict": "optimization" if c.is_optimization else "other",
+        "score": c.score,
+        "isas": [str(i) for i in c.isas],
+        "operators": [str(o) for o in c.operators],
+        "techniques": [str(t) for t in c.techniques],
+        "claims": [{"value": x.value, "span": x.span, "flag": x.flag} for x in c.claims],
+        "reasons": c.reasons,
+    }
 
 
 def _commit_node(repo: str, m: MinedCommit) -> Commit:

@@ -66,7 +66,7 @@ BUILD_RE = re.compile(
 )
 GPU_RE = re.compile(
     r"(^|/)ggml-(cuda|metal|vulkan|sycl|opencl|kompute|cann|musa|hip|webgpu|hexagon|zdnn|rpc)|\.(cu|cuh|metal|"
-    r"comp|glsl|wgsl|cl)$",
+    r"comp|glsl|wgsl|cl)$|(core/providers|contrib_ops)/(cuda|rocm|webgpu|js|dml)/",
     re.I,
 )
 
@@ -136,7 +136,12 @@ GGML = LibraryProfile(
 ONNXRUNTIME = LibraryProfile(
     name="onnxruntime",
     kernel_patterns=(re.compile(r"core/mlas/lib/(?P<arch>[^/]+)/"),),
-    hot_files=(re.compile(r"core/mlas/lib/[^/]+\.(c|cpp|h|S|asm)$"), re.compile(r"core/providers/cpu/")),
+    hot_files=(
+        re.compile(r"core/mlas/lib/[^/]+\.(c|cpp|h|S|asm)$"),
+        re.compile(r"core/providers/cpu/"),
+        # GPU kernels: CUDA/ROCm/WebGPU/JS execution providers and the contrib ops' GPU kernels
+        re.compile(r"(core/providers|contrib_ops)/(cuda|rocm|webgpu|js|dml)/.*\.(cu|cuh|cc|cpp|h|wgsl|ts)$"),
+    ),
     marker_paths=("onnxruntime/core/mlas", "onnxruntime"),
     extra_vendored=(re.compile(r"^(cmake/external|js|java|csharp|winml|orttraining)/"),),
 )

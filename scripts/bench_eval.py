@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -67,7 +68,8 @@ def main() -> None:
 def _model_overhead() -> None:
     """The cost model's overhead over a plain qemu run of the same binary, from bench_costmodel.py."""
     script = Path(__file__).with_name("bench_costmodel.py")
-    out = subprocess.run(["python3", str(script)], capture_output=True, text=True, check=False)
+    # This interpreter (the project's venv), not whatever python3 is first on PATH.
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=False)
     print("model overhead over a plain qemu run (scripts/bench_costmodel.py):")
     print("  " + (out.stdout.strip() or out.stderr.strip()).replace("\n", "\n  "))
 

@@ -115,7 +115,7 @@ def main() -> None:
         "optimization_by_isa": last["optimization_by_isa"],
         "thoughts": last["thoughts_created"] + last["thoughts_updated"],
         "thoughts_created": last["thoughts_created"],
-        "thoughts_merged": last["thoughts_merged"],
+        "mirrored_commits": last["mirrored_commits"],
         "ideas": last["ideas_created"] + last["ideas_updated"],
         "embedded": last["embedded"],
         "timings": last["timings"],

@@ -81,11 +81,16 @@ def plugin_argv(so: Path, markers: tuple[int, int], out: Path, geometry: CacheGe
 
 
 def read_stats(out: Path, line: int) -> MemoryStats:
-    """Parse the plugin's table (no file: the region made no memory access)."""
+    """Parse the plugin's table. It is written at every end marker, so a missing one means the plugin could
+    not run or write (a sandbox hiding the .so or the work folder would otherwise silently drop memory)."""
     try:
         rows = [ln.split() for ln in out.read_text().splitlines() if ln and not ln.startswith("#")]
     except FileNotFoundError:
-        rows = []
+        raise EokError(
+            f"the cost model's memory plugin wrote no table ({out.name})",
+            hint="qemu must be able to load the plugin .so and write into the model's work folder; "
+            "check the sandbox around the modeled run",
+        ) from None
     if not rows:
         return MemoryStats(np.zeros(0, np.uint64), np.zeros((0, len(STAT_FIELDS)), np.int64), line)
     pcs = np.array([int(r[0], 16) for r in rows], dtype=np.uint64)

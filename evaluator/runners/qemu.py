@@ -6,6 +6,7 @@ import hashlib
 import os
 import shlex
 import shutil
+import sys
 import tempfile
 import threading
 from dataclasses import replace
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from core.errors import InvalidInput, Unavailable
 from evaluator.runners.base import Measurement
-from evaluator.sandbox import Limits, RunOutput, network_isolation, run
+from evaluator.sandbox import PROJECT_ROOT, Limits, RunOutput, run
 from evaluator.targets import TargetProfile
 from evaluator.toolchain import Build, BuildKind
 
@@ -43,25 +44,24 @@ class QemuRunner:
         return run(self.argv(target, "./" + build.binary.name, args), build.workdir, qemu_limits)
 
     def model_argv(self, build: Build, target: TargetProfile, which: str, limits: Limits) -> list[str]:
-        """qemu command line for the cost model's traced run, behind a limiting wrapper script.
+        """qemu command line for the cost model's traced run, behind a sandboxing launcher script.
 
         The cost model inserts its logging options after argv[0] and runs the command itself, so argv[0]
-        is a script that applies address-space, CPU, file-size and descriptor limits and (where we may)
-        a private network namespace before exec'ing qemu with whatever arguments it receives. It cannot
-        drop to a sandbox uid: qemu must write the model's log into the model's own directory.
+        is a script that execs `evaluator.sandbox_launch`: the same sandbox as every other run (fresh
+        uid, no network, secrets hidden, seccomp, limits, nothing left running); qemu writes the TB log
+        into the sandbox's scratch folder and the launcher hands it over once the run is over.
         """
-        prefix = ["unshare", "--net", "--"] if network_isolation() == "netns" else []
-        limit = [
-            "prlimit",
-            f"--as={(limits.memory_mb + QEMU_AS_OVERHEAD_MB) << 20}",
-            f"--cpu={int(limits.wall_s) + 2}",
-            f"--fsize={MODEL_LOG_LIMIT_MB << 20}",
+        options = [
+            f"--wall={limits.wall_s:g}",
+            f"--memory-mb={limits.memory_mb + QEMU_AS_OVERHEAD_MB}",
+            f"--fsize-mb={MODEL_LOG_LIMIT_MB}",
             f"--nofile={limits.nofile}",
-            "--core=0",
-            "--",
+            f"--nproc={limits.nproc}",
         ]
-        cmd = " ".join(shlex.quote(a) for a in [*prefix, *limit, shutil.which(QEMU) or QEMU])
-        wrapper = _shared_script(f'#!/bin/sh\nexec {cmd} "$@"\n')
+        python = [sys.executable, "-S", "-P", "-m", "evaluator.sandbox_launch", *options, "--"]
+        cmd = " ".join(shlex.quote(a) for a in [*python, shutil.which(QEMU) or QEMU])
+        root = shlex.quote(str(PROJECT_ROOT))
+        wrapper = _shared_script(f'#!/bin/sh\nPYTHONPATH={root} exec {cmd} "$@"\n')
         return [str(wrapper), "-cpu", target.qemu_cpu, "./" + build.binary.name, "model", which]
 
     def release(self, build: Build) -> None:

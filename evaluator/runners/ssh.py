@@ -1,9 +1,13 @@
 """Run harnesses on a real board over SSH: copy with scp, run pinned with taskset, read the JSON record.
 
 The board needs sshd, `taskset` and `timeout` (util-linux, coreutils: present on Bianbu and Debian).
-On the board the binary runs as the SSH user under `ulimit` limits and `timeout -s KILL`, in its own
-directory under `remote_dir`; there is no uid or network isolation there, so point EoK at a board (or
-an account) used for benchmarking only.
+On the board the binary runs as the SSH user under `ulimit` limits (CPU, address space, file size,
+descriptors, no core) and `timeout`, in its own directory under `remote_dir`, and its process group is
+killed when it ends. What a board cannot enforce from here: a fresh uid, network/mount namespaces,
+seccomp, a process-count limit of its own (`ulimit -u` counts all of the SSH user's processes), or
+killing a child that left the process group with setsid(). So point EoK at a board (or an account) used
+for benchmarking only; the static check and the object check (evaluator/safety.py) still run before
+anything is copied there.
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ class SshRunner:
             settings.ssh_port,
             settings.ssh_key,
             known_hosts=settings.home / "ssh_known_hosts",
+            build_kind="emulator" if settings.ssh_board_is_emulator else "board",
         )
 
     @property
@@ -117,13 +122,14 @@ class SshRunner:
     def execute(self, build: Build, args: list[str], target: TargetProfile, limits: Limits) -> RunOutput:
         remote = self._upload(build, limits)
         cpu = int(limits.cpu_s if limits.cpu_s is not None else limits.wall_s + 1) + 1
-        ulimits = f"ulimit -t {cpu} -v {limits.memory_mb << 10} -f {limits.fsize_mb << 10} -c 0"
+        ulimits = f"ulimit -t {cpu} -v {limits.memory_mb << 10} -f {limits.fsize_mb << 10} -n {limits.nofile} -c 0"
         run_cmd = " ".join(shlex.quote(a) for a in ["./" + build.binary.name, *args])
         # The shell stays the session's process, so a program killed by a signal shows as 128+N rather
-        # than as ssh's own 255; timeout sends TERM at the limit and KILL 2 s later.
+        # than as ssh's own 255; timeout sends TERM at the limit and KILL 2 s later. timeout leads its own
+        # process group ($p): whatever the program left in it is killed once the program is done.
         command = (
             f"cd {shlex.quote(remote)} && {ulimits} && {{ timeout -k 2 {limits.wall_s:.0f} "
-            f"taskset -c {self.core} {run_cmd}; rc=$?; "
+            f"taskset -c {self.core} {run_cmd} & p=$!; wait $p; rc=$?; kill -KILL -$p 2>/dev/null; "
             f'if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then echo "{TIMEOUT_MARK}" >&2; fi; exit $rc; }}'
         )
         out = self._ssh(command, build.workdir, limits)

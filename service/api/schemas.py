@@ -79,7 +79,10 @@ class ExperienceSummary(BaseModel):
     direction: str | None = None
     step: int = 0
     status: str
-    speedup: float | None = None
+    speedup: float | None = Field(None, description="over the plain baseline: the reference at clang -O3")
+    competent_speedup: float | None = Field(
+        None, description="over the competent baseline: the reference with the FP flags its tolerance allows"
+    )
     measurement: str = ""
     generator: str = ""
     summary: str = ""
@@ -92,6 +95,7 @@ class ExperienceDetail(ExperienceSummary):
     feedback: str = ""
     thought_ids: list[str] = []
     baseline_cycles: float | None = None
+    competent_cycles: float | None = None
     candidate_cycles: float | None = None
     seconds: float | None = None
     max_error: float | None = None
@@ -171,7 +175,8 @@ class TaskOut(BaseModel):
     signature: str
     bench_size: dict[str, int]
     experiences: int = 0
-    best_speedup: float | None = None
+    best_speedup: float | None = Field(None, description="over the plain baseline (clang -O3)")
+    best_competent_speedup: float | None = Field(None, description="over the competent baseline")
 
 
 class Vocabulary(BaseModel):
@@ -196,6 +201,7 @@ class RunAccepted(BaseModel):
 class RunBest(BaseModel):
     experience_id: str
     speedup: float | None
+    competent_speedup: float | None = None
     status: str
     summary: str = ""
 
@@ -210,7 +216,8 @@ class RunDetail(BaseModel):
     seed: int
     status: RunStatus
     best_experience_id: str | None = None
-    best_speedup: float | None = None
+    best_speedup: float | None = Field(None, description="over the plain baseline (clang -O3)")
+    best_competent_speedup: float | None = Field(None, description="over the competent baseline")
     evaluations: int = 0
     llm_calls: int = 0
     error: str | None = None

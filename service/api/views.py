@@ -15,7 +15,8 @@ from knowledge.store import GraphStore
 from service.api.cypher import to_json
 
 _EXPERIENCE_FIELDS = (
-    ".id, .task_id, .target_key, .run_id, .parent_id, .direction, .step, .status, .speedup, .measurement, "
+    ".id, .task_id, .target_key, .run_id, .parent_id, .direction, .step, .status, .speedup, .competent_speedup, "
+    ".measurement, "
     ".generator, .summary, .created_at"
 )
 
@@ -189,7 +190,8 @@ def experience_detail(store: GraphStore, exp_id: str) -> dict[str, Any]:
         store,
         "MATCH (x:Experience {id: $id}) OPTIONAL MATCH (x)-[:APPLIED]->(t:Thought) "
         f"RETURN x {{{_EXPERIENCE_FIELDS}, .code, .cflags, .feedback, .thought_ids, .baseline_cycles, "
-        ".candidate_cycles, .seconds, .max_error} AS x, collect(t {.id, .title, .technique}) AS thoughts",
+        ".competent_cycles, .candidate_cycles, .seconds, .max_error} AS x, "
+        "collect(t {.id, .title, .technique}) AS thoughts",
         id=exp_id,
     )
     if not rows:
@@ -205,14 +207,18 @@ def experience_detail(store: GraphStore, exp_id: str) -> dict[str, Any]:
 
 
 def experience_counts(store: GraphStore, field: str) -> dict[str, dict[str, Any]]:
-    """Per task or target: experiences recorded and the best passing speedup."""
+    """Per task or target: experiences recorded and the best passing speedups (plain and competent)."""
     if field not in ("task_id", "target_key"):
         raise ValueError(field)
     rows = store.read(
         f"MATCH (x:Experience) RETURN x.{field} AS k, count(x) AS n, "
-        "max(CASE WHEN x.status = 'ok' THEN x.speedup END) AS best"
+        "max(CASE WHEN x.status = 'ok' THEN x.speedup END) AS best, "
+        "max(CASE WHEN x.status = 'ok' THEN x.competent_speedup END) AS best_competent"
     )
-    return {r["k"]: {"experiences": r["n"], "best_speedup": r["best"]} for r in rows}
+    return {
+        r["k"]: {"experiences": r["n"], "best_speedup": r["best"], "best_competent_speedup": r["best_competent"]}
+        for r in rows
+    }
 
 
 # -- runs -----------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ def _register() -> None:
     # so partial checkouts still give a working CLI for what exists.
     import importlib
 
-    for name in ("db", "tasks", "mine", "ideas", "optimize", "cypher", "serve", "main_job"):
+    for name in ("db", "tasks", "mine", "ideas", "optimize", "cypher", "serve", "main_job", "cluster"):
         try:
             importlib.import_module(f"service.cli.{name}")
         except ModuleNotFoundError as e:

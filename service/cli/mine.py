@@ -39,6 +39,7 @@ def mine(
     repo: str = typer.Argument(..., help="A git work tree, a bare repository, or a URL to clone."),
     library: str = typer.Option("auto", "--library", help=f"Kernel path profile: {', '.join(LIBRARIES)}."),
     since: str | None = typer.Option(None, "--since", help="Mine only commits after this revision."),
+    full: bool = typer.Option(False, "--full", help="Walk the whole history again, whatever was mined before."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Mine at most N commits (newest first)."),
     llm: bool = typer.Option(False, "--llm", help="Have the configured LLM write the lessons."),
     name: str | None = typer.Option(None, "--name", help="Repository name in the graph (default: derived)."),
@@ -56,7 +57,7 @@ def mine(
     # the miner stops it if the run turns out to be incremental.
     early = EarlyWalk.start(repo) if since is None and limit is None else None
     try:
-        report = _run(repo, library, since, limit, llm, name, json_out, early)
+        report = _run(repo, library, since, full, limit, llm, name, json_out, early)
     finally:
         if early is not None:
             early.cancel()
@@ -70,6 +71,7 @@ def _run(
     repo: str,
     library: str,
     since: str | None,
+    full: bool,
     limit: int | None,
     llm: bool,
     name: str | None,
@@ -81,7 +83,7 @@ def _run(
     from miners import MineOptions, Miner
     from service.bootstrap import Container
 
-    options = MineOptions(library=library.lower(), since=since, limit=limit, llm=llm, name=name)
+    options = MineOptions(library=library.lower(), since=since, full=full, limit=limit, llm=llm, name=name)
     options.validate()
     if llm and not get_settings().llm_configured:
         raise InvalidInput("--llm: no LLM endpoint configured", "set OPENAI_BASE_URL / OPENAI_API_KEY or drop --llm")
@@ -117,9 +119,11 @@ def _print_report(r: MineReport) -> None:
         ("candidates (patches read)", f"{r.candidates:,}"),
         ("optimization commits", f"{r.optimization_commits:,}"),
         ("by ISA", ", ".join(f"{k} {v}" for k, v in r.optimization_by_isa.items()) or "-"),
-        ("thoughts created / updated", f"{r.thoughts_created} / {r.thoughts_updated} (merged {r.thoughts_merged})"),
+        ("thoughts created / updated", f"{r.thoughts_created} / {r.thoughts_updated}"),
+        ("commits of mirrored PRs", f"{r.mirrored_commits}"),
         ("ideas created / updated", f"{r.ideas_created} / {r.ideas_updated}"),
         ("head", (r.head or "")[:12]),
+        ("--since ranges kept", ", ".join(x[:9] + ".." + x.split("^")[1][:9] for x in r.mined_ranges) or "-"),
         ("time", f"{r.seconds:.1f} s ({r.commits_read / max(r.seconds, 1e-6):,.0f} commits/s)"),
     ]
     if r.llm_calls or r.llm_failures:

@@ -62,18 +62,21 @@ def optimize(
     seed: Annotated[int, typer.Option(help="random seed")] = 0,
     runner: Annotated[RunnerName | None, typer.Option(help="default: EOK_DEFAULT_RUNNER (qemu)")] = None,
     resume: Annotated[str | None, typer.Option(help="resume the run with this id")] = None,
+    cluster: Annotated[str | None, typer.Option(help="Ray cluster HOST:PORT or auto (default EOK_RAY_ADDRESS)")] = None,
     json_out: bool = JsonOpt,
 ) -> None:
     """Optimize a kernel task for a target; every evaluated candidate is recorded in the graph."""
     from agent.optimizer import Optimizer
+    from evaluator.executor import build_executor
     from service.bootstrap import Container
 
     if not task and not resume:
         raise InvalidInput("give a TASK (e.g. saxpy) or --resume RUN_ID", "see `eok tasks list`")
     if not resume:
         _check_up_front(task or "", target, runner.value if runner else None)
-    container = Container(get_settings())
-    opt = Optimizer(container)
+    settings = get_settings()
+    container = Container(settings)
+    opt = Optimizer(container, executor=build_executor(settings, cluster))
     if resume:
         run = opt.get_run(resume)
     else:
@@ -144,13 +147,18 @@ def _outcome_json(o: RunOutcome) -> dict:
 
 
 def _print_outcome(o: RunOutcome) -> None:
-    from agent.report import MODELED_CAVEAT, improved
+    from agent.report import MODELED_CAVEAT, improved, over_baseline
 
     r = o.run
-    t = Table(title=f"run {r.id}: {r.task_id} on {r.target_key}", title_justify="left")
-    for col in ("best speedup", "evaluations", "LLM calls", "LLM tokens", "time", "status"):
+    t = Table(
+        title=f"run {r.id}: {r.task_id} on {r.target_key}",
+        title_justify="left",
+        caption="best speedup over the competent baseline",
+    )
+    for col in ("best speedup", "over -O3", "evaluations", "LLM calls", "LLM tokens", "time", "status"):
         t.add_column(col)
     t.add_row(
+        _x(r.best_competent_speedup),
         _x(r.best_speedup),
         f"{r.evaluations}/{r.budget}",
         str(r.llm_calls),
@@ -159,11 +167,16 @@ def _print_outcome(o: RunOutcome) -> None:
         str(r.status),
     )
     console.print(t)
-    if not (o.best and improved(o.best.speedup)):
-        best = f" (best correct candidate {o.best.speedup:.2f}x)" if o.best and o.best.speedup else ""
+    if not (o.best and improved(over_baseline(o.best))):
+        gain = over_baseline(o.best) if o.best else None
+        best = f" (best correct candidate {gain:.2f}x)" if gain else ""
         console.print(f"[bold yellow]no improvement: keep the baseline[/]{best}", highlight=False)
     else:
-        console.print(f"[bold green]best kernel: {o.best.speedup:.2f}x[/] ({o.best.measurement})", highlight=False)
+        console.print(
+            f"[bold green]best kernel: {_x(o.best.competent_speedup)} over the competent baseline[/], "
+            f"{_x(o.best.speedup)} over -O3 ({o.best.measurement})",
+            highlight=False,
+        )
         console.print(o.artifacts.get("code", "-"), highlight=False, soft_wrap=True)
         if o.best.cflags:
             console.print(f"flags: {' '.join(o.best.cflags)}", highlight=False)

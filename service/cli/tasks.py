@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from core.errors import InvalidInput
@@ -31,20 +32,24 @@ def _task_summary(task: Any) -> dict[str, Any]:
 
 @tasks_app.command("list")
 def list_cmd(json_out: bool = JsonOpt) -> None:
-    """Every task: name, category, operator, dtype and bench size."""
-    from evaluator.tasks import list_tasks
+    """Every task: name, category, operator, dtype and bench size; broken task directories with why."""
+    from evaluator.tasks import scan_tasks
 
-    tasks = list_tasks(get_settings())
+    tasks, broken = scan_tasks(get_settings())
     if json_out:
-        print_json([_task_summary(t) for t in tasks])
+        print_json(
+            [_task_summary(t) for t in tasks] + [{"directory": str(d), "broken": reason} for d, reason in broken]
+        )
         return
-    table = Table(title=f"{len(tasks)} kernel tasks")
+    table = Table(title=f"{len(tasks)} kernel tasks" + (f", {len(broken)} broken" if broken else ""))
     for col in ("name", "category", "operator", "dtype", "bench size"):
         table.add_column(col)
     for t in tasks:
         bench = ", ".join(f"{k}={v}" for k, v in t.bench_size.items())
-        table.add_row(t.name, t.category.value, t.operator.value, t.dtype, bench)
+        table.add_row(escape(t.name), t.category.value, t.operator.value, t.dtype, bench)
     console.print(table)
+    for directory, reason in broken:  # one bad task directory does not hide the others
+        err_console.print(f"broken task {directory}: {reason}", highlight=False, markup=False)
 
 
 @tasks_app.command("show")
@@ -69,15 +74,15 @@ def show(
             }
         )
         return
-    console.print(f"[bold]{task.name}[/]  ({task.category.value} / {task.operator.value}, {task.dtype})")
-    console.print(task.description, highlight=False)
-    console.print(f"signature: {task.signature}", highlight=False)
+    console.print(f"[bold]{escape(task.name)}[/]  ({task.category.value} / {task.operator.value}, {task.dtype})")
+    console.print(task.description, highlight=False, markup=False)  # `[lo, hi]`, `x[i]` are text, not markup
+    console.print(f"signature: {task.signature}", highlight=False, markup=False)
     tol = task.tolerance
     console.print(f"tolerance: rtol {tol.rtol:g}, atol {tol.atol:g}, norm {tol.norm_bound:g}", highlight=False)
     for i, size in enumerate(task.sizes):
         mark = "  <- bench" if i == task.bench_index else ""
         console.print("  size " + ", ".join(f"{k}={v}" for k, v in size.items()) + mark, highlight=False)
-    console.print(f"directory: {task.directory}", highlight=False)
+    console.print(f"directory: {task.directory}", highlight=False, markup=False)
     console.rule("reference.c")
     console.print(task.reference_code, highlight=False, markup=False)
 
@@ -163,8 +168,9 @@ def _print_result(r: Any) -> None:
         console.print(f"max error {r.max_error:.3g}{norm}", highlight=False)
     if r.measurement == "modeled":
         approx = " (approximate: proxy model)" if r.approximate else ""
+        comp = f", competent {r.competent_cycles:.0f}" if r.competent_cycles else ""
         console.print(
-            f"modeled cycles: baseline {r.baseline_cycles:.0f}, candidate {r.candidate_cycles:.0f}{approx}",
+            f"modeled cycles: baseline {r.baseline_cycles:.0f}{comp}, candidate {r.candidate_cycles:.0f}{approx}",
             highlight=False,
         )
         if r.bound:
@@ -175,10 +181,18 @@ def _print_result(r: Any) -> None:
                 highlight=False,
             )
     elif r.measurement in ("measured", "native"):
+        comp = f", competent {r.competent_seconds:.3e}" if r.competent_seconds else ""
         console.print(
-            f"{r.measurement} seconds per call: baseline {r.baseline_seconds:.3e}, candidate {r.candidate_seconds:.3e}",
+            f"{r.measurement} seconds per call: baseline {r.baseline_seconds:.3e}{comp}, "
+            f"candidate {r.candidate_seconds:.3e}",
             highlight=False,
         )
     if r.speedup is not None:
-        console.print(f"speedup {r.speedup:.2f}x ({r.measurement})", highlight=False)
+        comp = f"{r.competent_speedup:.2f}x" if r.competent_speedup is not None else "-"
+        console.print(
+            f"speedup {comp} over the competent baseline, {r.speedup:.2f}x over plain -O3 ({r.measurement})",
+            highlight=False,
+        )
+    if r.competent_cflags:
+        console.print(f"competent baseline: -O3 {' '.join(r.competent_cflags)}", style="dim", highlight=False)
     console.print(f"{r.duration_s:.2f} s", style="dim", highlight=False)

@@ -26,6 +26,8 @@ function el(tag, attrs, ...children) {
 
 const fmt = (x, digits = 2) => (x === null || x === undefined ? "–" : Number(x).toFixed(digits));
 const speed = (x) => (x === null || x === undefined ? "–" : `${Number(x).toFixed(2)}×`);
+// Both speedups of an experience or run: over the competent baseline, then over plain clang -O3.
+const speeds = (competent, plain) => (plain === null || plain === undefined ? "–" : `${speed(competent)} / ${speed(plain)}`);
 const when = (iso) => (iso ? iso.replace("T", " ").slice(0, 16) : "");
 const statusClass = (s) => (s === "ok" || s === "done" ? "st-ok" : s ? "st-bad" : "");
 
@@ -235,7 +237,7 @@ async function openThought(id) {
     t.effects.length ? table("effects-table", ["target", "trials", "ok", "mean", "success"], effects)
                      : el("p", { class: "muted" }, "not tried yet"),
     el("h3", {}, `Experiences that applied it (${t.experiences.length})`),
-    t.experiences.length ? table("thought-experiences", ["experience", "task", "target", "status", "speedup"],
+    t.experiences.length ? table("thought-experiences", ["experience", "task", "target", "status", "speedup: competent / -O3"],
       experiences) : el("p", { class: "muted" }, "none yet"),
   );
 }
@@ -243,7 +245,7 @@ async function openThought(id) {
 function experienceRow(x) {
   return el("tr", { class: "clickable", onclick: () => openExperience(x.id) },
     el("td", {}, el("code", {}, x.id)), el("td", {}, x.task_id), el("td", {}, x.target_key),
-    el("td", { class: statusClass(x.status) }, x.status), el("td", { class: "num" }, speed(x.speedup)));
+    el("td", { class: statusClass(x.status) }, x.status), el("td", { class: "num" }, speeds(x.competent_speedup, x.speedup)));
 }
 
 async function openIdea(id) {
@@ -270,7 +272,8 @@ async function openExperience(id) {
     el("div", { class: "meta" }, el("span", { class: "chip kind-experience" }, "experience"),
       el("span", { class: "chip" }, x.task_id), el("span", { class: "chip" }, x.target_key),
       el("span", { class: x.status === "ok" ? "chip good" : "chip bad" }, x.status),
-      x.speedup !== null ? el("span", { class: "chip" }, speed(x.speedup)) : null,
+      x.competent_speedup ? el("span", { class: "chip" }, `${speed(x.competent_speedup)} over the competent baseline`) : null,
+      x.speedup !== null ? el("span", { class: "chip" }, `${speed(x.speedup)} over clang -O3`) : null,
       el("span", { class: "chip" }, x.measurement), el("span", { class: "chip" }, x.generator)),
     x.thoughts.length ? el("p", {}, "applied: ", x.thoughts.map((t, i) => [i ? ", " : "",
       el("a", { href: "#", onclick: (ev) => { ev.preventDefault(); openThought(t.id); } }, t.title)])) : null,
@@ -294,7 +297,7 @@ async function listExperiences(event, more = false) {
   if (!page) return;
   const rows = page.items.map((x) => el("tr", { class: "clickable", onclick: () => openExperience(x.id) },
     el("td", {}, el("code", {}, x.id)), el("td", {}, x.task_id), el("td", {}, x.target_key),
-    el("td", { class: statusClass(x.status) }, x.status), el("td", { class: "num" }, speed(x.speedup)),
+    el("td", { class: statusClass(x.status) }, x.status), el("td", { class: "num" }, speeds(x.competent_speedup, x.speedup)),
     el("td", {}, x.summary), el("td", { class: "muted" }, when(x.created_at))));
   if (more) $("exp-rows").append(...rows);
   else $("exp-rows").replaceChildren(...rows);
@@ -311,7 +314,7 @@ async function loadRuns() {
   $("runs-rows").replaceChildren(...list.items.map((r) => el("tr", { class: "clickable", onclick: () => watchRun(r.id) },
     el("td", {}, el("code", {}, r.id)), el("td", {}, r.task_id), el("td", {}, r.target_key),
     el("td", { class: statusClass(r.status) }, r.status), el("td", { class: "num" }, `${r.evaluations}/${r.budget}`),
-    el("td", { class: "num" }, speed(r.best_speedup)))));
+    el("td", { class: "num" }, speeds(r.best_competent_speedup, r.best_speedup)))));
 }
 
 async function startRun(event) {

@@ -110,6 +110,7 @@ def test_a_run_from_an_earlier_process_replays_from_the_graph(graph: Container) 
     assert detail["best"] == {
         "experience_id": "exp-3",
         "speedup": 1.8,
+        "competent_speedup": None,  # the seeded experience predates the competent baseline
         "status": "ok",
         "summary": "LMUL=4 row sweep: 1.8x",
     }
@@ -247,3 +248,6 @@ def test_a_real_run_over_http(graph: Container) -> None:
     assert detail["best"] is not None, detail  # sscal always has a passing offline candidate
     assert detail["lineage"][-1]["experience"] == detail["best"]["experience_id"]  # root first, best last
     assert detail["best"]["speedup"] == pytest.approx(detail["best_speedup"])
+    # sscal is an exact task: its competent baseline differs from -O3 only by -fno-math-errno
+    assert detail["best"]["competent_speedup"] == pytest.approx(detail["best_competent_speedup"])
+    assert detail["best_competent_speedup"] and detail["best_competent_speedup"] > 0

@@ -88,6 +88,19 @@ def test_a_vectorized_dot_product_beats_the_scalar_baseline_in_modeled_cycles(ev
     r = run(evaluator, "sdot", RVV_SDOT)
     assert r.status == EvalStatus.OK, r.feedback
     assert r.speedup is not None and r.speedup > 2.0, r.feedback
+    # sdot's tolerance admits a reordered sum, so the competent baseline reassociates and vectorizes: most
+    # of the plain speedup came from the strict-FP baseline, and the competent figure says so.
+    assert "-fassociative-math" in r.competent_cflags
+    assert r.competent_cycles and r.baseline_cycles and r.competent_cycles < r.baseline_cycles / 3
+    assert r.competent_speedup == pytest.approx(r.competent_cycles / r.candidate_cycles)
+    assert r.competent_speedup < r.speedup / 3, r.feedback
+
+
+def test_the_competent_baseline_is_timed_natively_too(evaluator: Evaluator) -> None:
+    r = run(evaluator, "sdot", load_task("sdot").reference_code, runner="native", target="host")
+    assert r.status == EvalStatus.OK and r.measurement == "native", r.feedback
+    assert r.competent_seconds and r.competent_speedup and r.baseline_seconds and r.candidate_seconds
+    assert r.competent_speedup == pytest.approx(r.competent_seconds / r.candidate_seconds)
 
 
 def test_doing_the_work_twice_is_modeled_slower(evaluator: Evaluator) -> None:

@@ -49,8 +49,13 @@ def test_eval_of_the_reference_is_ok_and_modeled(capsys: pytest.CaptureFixture[s
     result = json.loads(out)
     assert code == 0 and result["status"] == "ok" and result["measurement"] == "modeled"
     assert result["speedup"] == pytest.approx(1.0, abs=0.05)  # the reference against itself
+    # The roofline of the modeled run: a bound, and achieved rates under the target's ceilings.
+    assert result["bound"] in ("compute", "L2", "DRAM")
+    assert 0 < result["flops_per_cycle"] <= result["peak_flops_per_cycle"]
+    assert 0 <= result["dram_bytes_per_cycle"] <= result["peak_dram_bytes_per_cycle"] * 1.01
     code, out, _ = cli(capsys, "eval", "saxpy")
     assert code == 0 and "ok" in out and "modeled cycles" in out and "speedup" in out
+    assert "-bound:" in out and "FLOP/cycle" in out
 
 
 def test_eval_of_a_wrong_candidate_file_fails(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -151,8 +151,8 @@ def test_each_comparison_catches_its_error(
     assert expected in r.feedback
 
 
-def test_generated_harness_declares_the_three_kernels(kitchen: Path) -> None:
+def test_generated_harness_declares_the_four_kernels(kitchen: Path) -> None:
     text = generate(load_task(kitchen))
-    for name in ("kitchen", "eok_ref_kitchen", "eok_base_kitchen"):
+    for name in ("kitchen", "eok_ref_kitchen", "eok_base_kitchen", "eok_comp_kitchen"):
         assert f"double {name}(size_t n, double alpha, int shift, const double *xd," in text
     assert "eok_region_begin(); eok_v = kitchen(" in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import time
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.sandbox import Limits, RunOutput, is_root, network_isolation, run
+from evaluator.sandbox import Limits, RunOutput, is_root, network_isolation, run, seccomp_available
 
 
 def build(tmp_path: Path, name: str, body: str) -> Path:
@@ -42,9 +43,18 @@ def sandboxed(tmp_path: Path, name: str, body: str, **limits: object) -> RunOutp
     return run([f"./{binary.name}"], tmp_path, Limits(**limits))  # type: ignore[arg-type]
 
 
-def test_a_fork_bomb_is_contained_and_fully_killed(tmp_path: Path) -> None:
+def test_process_creation_outside_the_link_step_is_a_sandbox_violation(tmp_path: Path) -> None:
+    out = sandboxed(tmp_path, "forker", 'int main(void) { puts("before"); fflush(stdout); fork(); puts("after"); }')
+    if seccomp_available():
+        assert out.violation and out.signal == signal.SIGSYS
+        assert "before" in out.stdout and "after" not in out.stdout
+    assert processes_of(out.uid) == []
+
+
+def test_a_fork_bomb_where_spawning_is_allowed_is_contained_and_fully_killed(tmp_path: Path) -> None:
     t0 = time.monotonic()
-    out = sandboxed(tmp_path, "bomb", "int main(void) { for (;;) fork(); }", wall_s=4, nproc=40)
+    body = "int main(void) { for (;;) fork(); }"
+    out = sandboxed(tmp_path, "bomb", body, wall_s=4, nproc=40, profile="link")
     assert time.monotonic() - t0 < 4 + 5
     assert out.timed_out and out.limit_hit == "time"
     assert processes_of(out.uid) == []  # nothing of the sandbox uid survives
@@ -53,7 +63,7 @@ def test_a_fork_bomb_is_contained_and_fully_killed(tmp_path: Path) -> None:
 
 def test_a_child_that_leaves_the_process_group_is_still_killed(tmp_path: Path) -> None:
     body = 'int main(void) { if (fork() == 0) { setsid(); sleep(100); } else { puts("parent done"); } return 0; }'
-    out = sandboxed(tmp_path, "escape", body, wall_s=30)
+    out = sandboxed(tmp_path, "escape", body, wall_s=30, profile="link")
     assert "parent done" in out.stdout and out.returncode == 0
     assert out.wall_s < 5  # not held up by the child keeping the pipes open
     time.sleep(0.2)
@@ -87,7 +97,7 @@ def test_cpu_time_is_limited_even_with_a_long_wall_limit(tmp_path: Path) -> None
     assert time.monotonic() - t0 < 15
 
 
-def test_no_network_and_no_writes_to_the_run_directory(tmp_path: Path) -> None:
+def test_no_network(tmp_path: Path) -> None:
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
@@ -95,19 +105,55 @@ def test_no_network_and_no_writes_to_the_run_directory(tmp_path: Path) -> None:
     body = (
         "int main(void) { struct sockaddr_in a = {0}; a.sin_family = AF_INET; a.sin_port = htons(PORT);"
         ' a.sin_addr.s_addr = inet_addr("127.0.0.1"); int s = socket(AF_INET, SOCK_STREAM, 0);'
-        ' puts(connect(s, (struct sockaddr *)&a, sizeof a) == 0 ? "connected" : "no network");'
-        ' FILE *f = fopen("planted.txt", "w"); puts(f ? "wrote" : "read-only"); return 0; }'
+        ' puts(connect(s, (struct sockaddr *)&a, sizeof a) == 0 ? "connected" : "no network"); return 0; }'
     ).replace("PORT", str(port))
     try:
+        listener.settimeout(0.5)
         out = sandboxed(tmp_path, "net", body)
+        with pytest.raises(TimeoutError):
+            listener.accept()  # nobody connected
     finally:
         listener.close()
-    if network_isolation() == "none":  # no namespaces here: the run must say so
+    assert "connected" not in out.stdout
+    if seccomp_available():  # socket() is not on the allow-list: killed before it gets a descriptor
+        assert out.violation
+    elif network_isolation() == "none":  # no namespaces here: the run must say so
         assert not out.network_isolated
     else:
         assert out.network_isolated and "no network" in out.stdout
+
+
+def test_no_writes_to_the_run_directory_and_no_secrets_to_read(tmp_path: Path) -> None:
+    secret = Path("/root/eok-sandbox-test-secret")
+    if is_root():
+        secret.write_text("top secret")
+        secret.chmod(0o600)
+    body = (
+        'int main(void) { FILE *f = fopen("planted.txt", "w"); puts(f ? "wrote" : "read-only");'
+        ' FILE *s = fopen("/root/eok-sandbox-test-secret", "r"); char b[64] = {0};'
+        ' if (s && fgets(b, sizeof b, s)) printf("leaked %s\\n", b); else puts("no secret");'
+        ' FILE *h = fopen("/etc/hostname", "r"); puts(h ? "toolchain files readable" : "no /etc");'
+        " return 0; }"
+    )
+    try:
+        out = sandboxed(tmp_path, "files", body)
+    finally:
+        secret.unlink(missing_ok=True)
+    assert "no secret" in out.stdout and "leaked" not in out.stdout
+    assert "toolchain files readable" in out.stdout  # /etc stays: only the places secrets live are hidden
     if is_root():  # a fresh uid cannot write into our directory
+        assert out.files_hidden
         assert "read-only" in out.stdout and not (tmp_path / "planted.txt").exists()
+
+
+def test_only_its_own_processes_are_visible(tmp_path: Path) -> None:
+    body = (
+        '#include <dirent.h>\nint main(void) { DIR *d = opendir("/proc"); struct dirent *e; int n = 0;'
+        " while ((e = readdir(d))) n += e->d_name[0] >= '0' && e->d_name[0] <= '9'; printf(\"%d\\n\", n); }"
+    )
+    out = sandboxed(tmp_path, "ps", body)
+    if is_root():
+        assert out.stdout.strip() == "1"  # hidepid=2: only itself
 
 
 def test_the_environment_is_not_inherited(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

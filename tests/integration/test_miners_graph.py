@@ -6,13 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.models import Thought
 from knowledge.retrieval import SearchFilters
-from miners import MineOptions, Miner, gitwalk
-from miners.distill import Evidence, build_thoughts
-from miners.pipeline import classify_commits
-from miners.profiles import OPENBLAS
-from tests.support.gitrepos import EXPECTED, add_commit, amend_head, build_kernel_repo, init_repo
+from miners import MineOptions, Miner
+from tests.support.gitrepos import (
+    EXPECTED,
+    RVV_DOT,
+    add_commit,
+    amend_head,
+    build_attribution_repo,
+    build_kernel_repo,
+    init_repo,
+)
 
 pytestmark = pytest.mark.neo4j
 
@@ -36,7 +40,8 @@ def test_mine_twice_is_a_no_op_and_new_commits_add_only_themselves(container, tm
     assert first.commits_read == first.new_commits == len(EXPECTED)
     assert first.optimization_commits == sum(1 for v in EXPECTED.values() if v[0])
     assert first.optimization_by_isa == {"rvv": 3, "avx2": 1, "neon": 1}
-    assert (first.ideas_created, first.thoughts_created, first.thoughts_merged) == (7, 13, 0)
+    assert first.thoughts_created == 13 and first.mirrored_commits == 0  # 3 + 4 + 4 + 1 + 1 techniques
+    assert first.ideas_created >= 7  # the seven techniques' own ideas, and any groups of them
     before = _counts(container.store)
     # Only commits whose patch was read are nodes (5 optimizations + 3 near misses); the rest are counted.
     assert first.candidates == before["Commit"] == before["IN_REPO"] == 8
@@ -77,81 +82,124 @@ def test_rewritten_history_counts_only_the_new_commits(container, tmp_path: Path
         "MATCH (r:Repository {name: 'test/k'}) RETURN r.commits_read AS n, r.last_mined_head AS h"
     )
     assert row[0]["n"] == len(EXPECTED) and row[0]["h"] == repo.head.commit.hexsha
-    assert again.thoughts_created == 0  # the same evidence: every thought merged into itself
+    assert again.thoughts_created == 0 and again.embedded == 0  # the same evidence: nothing new, nothing re-embedded
 
 
-def test_a_new_thought_folds_into_a_near_duplicate_already_in_the_graph(container, tmp_path: Path) -> None:
-    """Near-duplicate merging also compares new thoughts with those in the graph (by embedding similarity)."""
-    build_kernel_repo(tmp_path / "k", huge_mb=1)
-    handle = gitwalk.open_repository(str(tmp_path / "k"), tmp_path)
-    warnings = gitwalk.WalkWarnings()
-    mined = classify_commits(handle, OPENBLAS, gitwalk.walk_commits(handle, ["HEAD"], warnings), warnings)
-    evidence = [
-        Evidence(m.raw.sha, "test/k", m.raw.title, m.classification, m.patch, frozenset(m.triage.patch_paths))
-        for m in mined
-        if m.classification.is_optimization
-    ]
-    twin = build_thoughts(evidence)["thought:reduction:dot:riscv"]
-    # A curated thought, same operator and ISA family, same text: what mining would write under its own id.
-    seeded = Thought(
-        id="thought:curated:rvv-dot-reduction",
-        idea_id="idea:reduction",
-        title=twin.title,
-        description=twin.description,
-        technique="reduction",
-        isa="rvv",
-        operator="dot",
-        source="starter",
+def _thoughts(store) -> dict[str, dict]:
+    rows = store.read(
+        "MATCH (i:Idea)-[:HAS_THOUGHT]->(t:Thought) OPTIONAL MATCH (t)-[:EVIDENCED_BY]->(c:Commit) "
+        "RETURN t {.*, embedding: null} AS t, i.id AS idea, i.source AS idea_source, collect(c.sha) AS shas"
     )
-    container.ingestor.ingest([seeded])
-    report = _miner(container).mine(str(tmp_path / "k"), MineOptions(library="openblas", name="test/k"))
-    assert report.thoughts_merged == 1 and report.thoughts_created == 12 and report.thoughts_updated == 1
-    ids = {r["id"] for r in container.store.read("MATCH (t:Thought) RETURN t.id AS id")}
-    assert "thought:reduction:dot:riscv" not in ids and seeded.id in ids
-    row = container.store.read(
-        "MATCH (t:Thought {id: $id})-[:EVIDENCED_BY]->(c:Commit) "
-        "RETURN t.evidence_commits AS n, t.source AS source, t.description AS d, collect(c.title) AS titles",
-        id=seeded.id,
-    )[0]
-    assert row["titles"] == ["Optimize sdot with RVV intrinsics, 2.1x faster"] and row["n"] == 1
-    assert row["source"] == "starter" and row["d"] == twin.description  # the curated text is kept
-    # Mining again is a no-op, and a thought already in the graph never folds into another one.
-    assert _miner(container).mine(str(tmp_path / "k"), MineOptions(library="openblas", name="test/k")).up_to_date
-
-
-def test_thoughts_group_evidence_and_are_searchable(container, tmp_path: Path) -> None:
-    build_kernel_repo(tmp_path / "k", huge_mb=1)
-    _miner(container).mine(str(tmp_path / "k"), MineOptions(library="openblas", name="test/k"))
-    rows = container.store.read(
-        "MATCH (i:Idea)-[:HAS_THOUGHT]->(t:Thought)-[:EVIDENCED_BY]->(c:Commit) "
-        "RETURN t.id AS id, i.id AS idea, t.evidence_commits AS n, t.prior_speedup AS prior, "
-        "t.example_code AS code, collect(c.title) AS titles ORDER BY id"
-    )
-    by_id = {r["id"]: r for r in rows}
-    assert set(by_id) == {
-        "thought:fusion:axpy:arm",
-        "thought:fusion:gemv:x86",
-        "thought:multi_accumulator:gemv:x86",
-        "thought:prefetch:axpy:arm",
-        "thought:reduction:dot:riscv",
-        "thought:unroll:axpy:arm",
-        "thought:unroll:gemv:x86",
-        "thought:vector_length:dot:riscv",
-        "thought:vector_length:elementwise:riscv",
-        "thought:vectorize:axpy:arm",
-        "thought:vectorize:dot:riscv",
-        "thought:vectorize:elementwise:riscv",
-        "thought:vectorize:gemv:x86",
+    return {
+        r["t"]["id"]: {**r["t"], "idea": r["idea"], "idea_source": r["idea_source"], "shas": r["shas"]} for r in rows
     }
-    dot = by_id["thought:reduction:dot:riscv"]
-    assert dot["idea"] == "idea:reduction" and dot["n"] == 1 and dot["prior"] == pytest.approx(2.1)
-    assert "vfredusum" in dot["code"]
-    assert by_id["thought:prefetch:axpy:arm"]["prior"] == pytest.approx(1.35)
+
+
+def test_thoughts_are_technique_instances_with_their_hunk_and_are_searchable(container, tmp_path: Path) -> None:
+    repo = build_kernel_repo(tmp_path / "k", huge_mb=1)
+    _miner(container).mine(str(tmp_path / "k"), MineOptions(library="openblas", name="test/k"))
+    by_id = _thoughts(container.store)
+    sdot = next(c for c in repo.iter_commits() if c.summary.startswith("Optimize sdot"))
+    dot = by_id[f"thought:{sdot.hexsha[:12]}:rvv:reduction"]
+    assert dot["shas"] == [sdot.hexsha] and dot["evidence_commits"] == 1 and dot["prior_speedup"] == pytest.approx(2.1)
+    assert "__riscv_vfredusum" in dot["example_code"] and dot["isa"] == "rvv" and dot["rvv_equivalents"] == []
+    assert dot["claims"] == [f"2.1x: 'Optimize sdot with RVV intrinsics, 2.1x faster' ({sdot.hexsha[:9]})"]
+    neon = next(t for t in by_id.values() if t["isa"] == "neon" and t["technique"] == "prefetch")
+    assert "__builtin_prefetch" in neon["example_code"] and neon["prior_speedup"] == pytest.approx(1.35)
+    assert "vfmaq_f32 -> __riscv_vfmacc_vv_f32m1" in neon["rvv_equivalents"]
+    # Every thought hangs under an idea; a technique's own idea is hand-written, so labelled "starter".
+    assert all(t["idea"].startswith(f"idea:{t['technique']}") for t in by_id.values())
+    assert all(t["idea_source"] == ("starter" if t["idea"].count(":") == 1 else "mined") for t in by_id.values())
     hits = container.retriever.search(
         "reduce once at the end of a dot product", k=5, filters=SearchFilters(kind="thought", isa="rvv")
     )
     assert hits and all(h.node["isa"] == "rvv" for h in hits)
     assert hits[0].id in by_id and hits[0].evidence
+
+
+def test_multi_isa_changes_give_per_isa_hunks_and_names_no_speedups(container, tmp_path: Path) -> None:
+    repo = build_attribution_repo(tmp_path / "ggml")
+    _miner(container).mine(str(tmp_path / "ggml"), MineOptions(library="ggml", name="test/ggml"))
+    by_id = _thoughts(container.store)
+    sha = {c.summary: c.hexsha for c in repo.iter_commits()}
+    silu = sha["ggml : vectorize silu for NEON and AVX2 (1.3x faster)"][:12]
+    silu_thoughts = {t["isa"]: t for t in by_id.values() if t["change"] == silu}
+    assert set(silu_thoughts) == {"neon", "avx2"}
+    neon, avx = silu_thoughts["neon"]["example_code"], silu_thoughts["avx2"]["example_code"]
+    assert "vld1q_f32" in neon and "_mm256" not in neon and "arm/vec.c" in neon
+    assert "_mm256_loadu_ps" in avx and "vld1q" not in avx
+    assert "Copyright" not in neon and "Copyright" not in avx and "#include" not in neon
+    assert any(
+        e.startswith("_mm256_loadu_ps -> __riscv_vle32_v_f32m1") for e in silu_thoughts["avx2"]["rvv_equivalents"]
+    )
+    x60 = sha["ggml : faster q8_0 dot on SpacemiT X60 (1.6x vs the x86 port, X100 too)"][:12]
+    dispatch = [t for t in by_id.values() if t["change"] == x60]
+    assert dispatch and {t["isa"] for t in dispatch} == {"rvv"}  # the #if chain's other ISAs give nothing
+    assert all(t["prior_speedup"] == pytest.approx(1.6) for t in dispatch)
+    assert "__riscv_vwmacc" in next(t for t in dispatch if t["technique"] == "multi_accumulator")["example_code"]
+    why = next(t for t in dispatch if t["technique"] == "multi_accumulator")["description"]
+    assert "Why: Four independent widening accumulators hide the vwmacc latency" in why
+    commit = container.store.read(
+        "MATCH (c:Commit {sha: $s}) RETURN c.perf_claims AS p, c.claim_spans AS s",
+        s=sha["ggml : faster q8_0 dot on SpacemiT X60 (1.6x vs the x86 port, X100 too)"],
+    )[0]
+    assert commit["p"] == [1.6] and "1.6x vs the x86 port" in commit["s"][0]
+
+
+def test_mirrored_pull_requests_are_one_change_and_nothing_is_re_embedded(container, tmp_path: Path) -> None:
+    """A llama.cpp PR synced into ggml ("(#N)" there, "(llama/N)" here) is one thought with both commits."""
+    llama, ggml = init_repo(tmp_path / "llama.cpp"), init_repo(tmp_path / "ggml")
+    path = "ggml/src/ggml-cpu/arch/riscv/quants.c"
+    for r, suffix in ((llama, "#4242"), (ggml, "llama/4242")):
+        add_commit(r, "ggml : initial", {path: "// scalar\n"}, 1_700_000_000)
+        add_commit(
+            r, f"ggml : RVV q8_0 dot with widening accumulators, 1.5x faster ({suffix})", {path: RVV_DOT}, 1_700_000_100
+        )
+    miner = _miner(container)
+    first = miner.mine(str(tmp_path / "llama.cpp"), MineOptions(library="ggml", name="test/llama.cpp"))
+    before = _thoughts(container.store)
+    assert first.thoughts_created == len(before) > 0 and first.embedded > 0
+    second = miner.mine(str(tmp_path / "ggml"), MineOptions(library="ggml", name="test/ggml"))
+    after = _thoughts(container.store)
+    assert set(after) == set(before) and second.thoughts_created == 0
+    assert second.mirrored_commits == len(after) and second.embedded == 0  # same text: not embedded again
+    for tid, t in after.items():
+        assert t["repos"] == ["test/ggml", "test/llama.cpp"] and len(t["shas"]) == t["evidence_commits"] == 2
+        assert (t["title"], t["description"], t["example_code"]) == (
+            before[tid]["title"],
+            before[tid]["description"],
+            before[tid]["example_code"],
+        )
+    rows = container.store.read("MATCH (t:Thought) WHERE t.change STARTS WITH 'pr' RETURN count(t) AS n")
+    assert rows[0]["n"] == len(after)
+
+
+def test_since_then_plain_mine_loses_nothing_and_full_rewalks(container, tmp_path: Path) -> None:
+    repo = build_kernel_repo(tmp_path / "k", huge_mb=1)
+    head, base = repo.head.commit.hexsha, repo.commit("HEAD~4").hexsha
+    in_range = int(repo.git.rev_list("--count", head, f"^{base}"))
+    miner, opts = _miner(container), {"library": "openblas", "name": "test/k"}
+    part = miner.mine(str(tmp_path / "k"), MineOptions(since=base, **opts))
+    assert part.commits_read == part.new_commits == in_range < len(EXPECTED)
+    assert part.mined_ranges == [f"{head}^{base}"]
+    stored = container.store.read("MATCH (r:Repository {name: 'test/k'}) RETURN r.last_mined_head AS h")[0]
+    assert stored["h"] is None  # the history below the range is not mined yet
+    rest = miner.mine(str(tmp_path / "k"), MineOptions(**opts))
+    assert not rest.up_to_date and rest.commits_read == len(EXPECTED)
+    assert rest.new_commits == len(EXPECTED) - in_range and rest.mined_ranges == []
+    assert rest.optimization_commits == sum(1 for v in EXPECTED.values() if v[0])
+    row = container.store.read(
+        "MATCH (r:Repository {name: 'test/k'}) RETURN r.last_mined_head AS h, r.commits_read AS n, "
+        "r.mined_ranges AS ranges"
+    )[0]
+    assert (row["h"], row["n"], row["ranges"]) == (head, len(EXPECTED), [])
+    assert _counts(container.store)["Commit"] == 8  # as one full mine: the 8 candidates, none twice
+    assert miner.mine(str(tmp_path / "k"), MineOptions(**opts)).up_to_date
+    again = miner.mine(str(tmp_path / "k"), MineOptions(full=True, **opts))
+    assert (again.commits_read, again.new_commits, again.thoughts_created, again.embedded) == (len(EXPECTED), 0, 0, 0)
+    assert len(again.commits) == 8 and {c["verdict"] for c in again.commits} == {"optimization", "other"}
+    sdot = next(c for c in again.commits if c["title"].startswith("Optimize sdot"))
+    assert sdot["claims"] == [{"value": 2.1, "span": "Optimize sdot with RVV intrinsics, 2.1x faster", "flag": ""}]
 
 
 def test_empty_repository_and_bad_input(container, tmp_path: Path) -> None:
@@ -165,5 +213,7 @@ def test_empty_repository_and_bad_input(container, tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
     with pytest.raises(InvalidInput, match="not a git repository"):
         _miner(container).mine(str(tmp_path / "plain"))
+    with pytest.raises(InvalidInput, match="--full and --since"):
+        _miner(container).mine(str(tmp_path / "empty"), MineOptions(full=True, since="HEAD"))
     with pytest.raises(InvalidInput, match="--library"):
         _miner(container).mine(str(tmp_path / "empty"), MineOptions(library="blis"))

@@ -9,6 +9,7 @@ import pytest
 
 from core.errors import EokError, InvalidInput, Unavailable
 from evaluator import costmodel
+from evaluator.costmodel.blocks import _priced, _vector_lengths
 from evaluator.costmodel.elf import make_insn
 from evaluator.costmodel.loops import find_loops, loop_mask, previous_distance
 from evaluator.costmodel.mca import (
@@ -21,6 +22,7 @@ from evaluator.costmodel.mca import (
     require_mca,
     streams,
 )
+from evaluator.costmodel.memory import CacheGeometry, MemoryStats, plugin_argv, read_stats
 from evaluator.costmodel.trace import Vtype, decode_vtype, parse_in_asm, parse_log, qemu_with_logging
 
 # ---------------------------------------------------------------------------------------------- trace
@@ -274,3 +276,51 @@ def test_missing_llvm_mca_is_unavailable_with_an_install_hint(monkeypatch: pytes
     with pytest.raises(Unavailable, match="llvm-mca-22") as err:
         require_mca()
     assert "apt-get install llvm-22" in (err.value.hint or "")
+
+
+# ---------------------------------------------------------------------------------------- memory, vl
+
+
+def test_plugin_table_is_read_by_pc(tmp_path: Path) -> None:
+    out = tmp_path / "memsim.txt"
+    out.write_text("# header\n302ec 4096 16384 0 4 1 3 0\n302e8 10 40 10 2 2 0 1\n")
+    stats = read_stats(out, 64)
+    assert stats.pcs.tolist() == [0x302E8, 0x302EC]
+    assert stats.of(0x302EC).tolist() == [4096, 16384, 0, 4, 1, 3, 0]  # type: ignore[union-attr]
+    assert stats.of(0x1234) is None
+    (tmp_path / "empty.txt").write_text("# header only: the region made no access\n")
+    assert len(read_stats(tmp_path / "empty.txt", 64).pcs) == 0
+    with pytest.raises(EokError, match="memory plugin wrote no table"):
+        read_stats(tmp_path / "absent.txt", 64)  # the plugin never ran: say so, do not price memory as free
+
+
+def test_plugin_options_carry_markers_and_cache_geometry(tmp_path: Path) -> None:
+    argv = plugin_argv(tmp_path / "m.so", (0x10, 0x20), tmp_path / "o.txt", CacheGeometry(32768, 8, 524288, 16))
+    assert argv[0] == "-plugin"
+    assert "begin=0x10" in argv[1] and "end=0x20" in argv[1] and "l2=524288" in argv[1] and "line=64" in argv[1]
+    assert qemu_with_logging(["qemu-riscv64", "./h"], tmp_path / "l", argv)[5:7] == argv
+
+
+@pytest.mark.parametrize(
+    ("vtype", "vl", "priced"),
+    [
+        (Vtype("E32", "M8"), 7.0, "M1"),  # 7 x 32 bit: one VLEN-256 register
+        (Vtype("E32", "M8"), 20.0, "M4"),
+        (Vtype("E32", "M8"), 64.0, "M8"),  # full: unchanged
+        (Vtype("E32", "M1"), 3.0, "MF2"),  # e32 may not go below mf2 (SEW/LMUL <= ELEN 64)
+        (Vtype("E8", "M2"), 3.0, "MF8"),
+        (Vtype("E32", "M2"), None, "M2"),  # vl unknown: priced at its own LMUL
+    ],
+)
+def test_short_vl_is_priced_at_the_lmul_that_holds_it(vtype: Vtype, vl: float | None, priced: str) -> None:
+    seg = _priced(_seg(["vle32.v v8, (a0)"], vtype), vl, 256)
+    assert seg.vtype is not None and seg.vtype.lmul == priced
+    assert seg.vl_lmul == (None if priced == vtype.lmul else vtype.lmul)
+
+
+def test_short_vl_is_what_the_plugin_counted_beyond_the_full_runs() -> None:
+    seg = _seg(["vle32.v v8, (a0)", "vfadd.vv v8, v8, v8"], Vtype("E32", "M4"))
+    addrs = ((0x100, 0x104), (0x100, 0x104))
+    stats = MemoryStats(np.array([0x100], np.uint64), np.array([[10 * 32 + 2 * 5, 0, 0, 0, 0, 0, 0]]), 64)
+    vls = _vector_lengths([seg, seg], list(addrs), [True, False], np.array([10, 2]), 256, stats)
+    assert vls == [32.0, 5.0]  # 10 full strips of 32 elements, 2 tails of 5

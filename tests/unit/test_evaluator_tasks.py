@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from core.errors import InvalidInput, NotFound
-from core.settings import Settings
+from core.settings import PROJECT_ROOT, Settings
 from evaluator.targets import list_targets, load_target
-from evaluator.tasks import _eval_expr, list_tasks, load_task, parse_signature
+from evaluator.tasks import _eval_expr, list_tasks, load_task, parse_signature, scan_tasks
 
 GOOD = textwrap.dedent(
     """\
@@ -118,6 +121,12 @@ MALFORMED = {
     ),
     "name_differs": (_replace('name = "mytask"', 'name = "other"'), "name"),
     "negative_tolerance": (_replace("rtol = 1e-5", "rtol = -1.0"), "tolerance.rtol"),
+    # NaN / inf would only fail later, inside the generated harness
+    "nan_range": (_replace("range = [-2.0, 2.0]", "range = [nan, 2.0]"), "args.a.range.0"),
+    "inf_range": (_replace("range = [-2.0, 2.0]", "range = [-2.0, inf]"), "args.a.range.1"),
+    "inf_value": (_replace("range = [-2.0, 2.0]", "value = inf"), "args.a.value"),
+    "nan_tolerance": (_replace("atol = 1e-6", "atol = nan"), "tolerance.atol"),
+    "inf_tolerance": (_replace("rtol = 1e-5", "rtol = inf"), "tolerance.rtol"),
 }
 
 
@@ -230,3 +239,57 @@ def test_isa_flags_per_build_kind() -> None:
 def test_unknown_target_lists_the_known_ones() -> None:
     with pytest.raises(NotFound, match="k1-x60"):
         load_target("k9")
+
+
+def test_one_broken_task_directory_does_not_hide_the_others(tmp_path: Path) -> None:
+    make_task(tmp_path / "mine")
+    make_task(tmp_path / "mine", _replace("range = [-2.0, 2.0]", "range = [nan, 2.0]"), name="broken")
+    (tmp_path / "mine" / "broken" / "task.toml").write_text(
+        _replace('name = "mytask"', 'name = "broken"').replace("range = [-2.0, 2.0]", "range = [nan, 2.0]")
+    )
+    settings = Settings(home=tmp_path / "home", task_dirs=[tmp_path / "mine"])
+    tasks, broken = scan_tasks(settings)
+    assert "mytask" in [t.name for t in tasks] and "saxpy" in [t.name for t in tasks]
+    [(directory, reason)] = broken
+    assert directory.name == "broken" and "task.toml: field 'args.a.range.0'" in reason
+    with pytest.raises(InvalidInput, match=r"args\.a\.range\.0"):  # the strict form still names it
+        list_tasks(settings)
+
+
+def test_a_folder_in_the_current_directory_does_not_shadow_a_suite_task(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    toml = GOOD.replace('name = "mytask"', 'name = "saxpy"').replace("void mytask(", "void saxpy(")
+    make_task(tmp_path, toml, name="saxpy", reference=REFERENCE.replace("mytask", "saxpy"))
+    monkeypatch.chdir(tmp_path)
+    settings = Settings(home=tmp_path / "home")
+    task = load_task("saxpy", settings)
+    assert task.directory != (tmp_path / "saxpy").resolve()  # the suite's saxpy wins: a name is a name
+    assert "also holds a task" in caplog.text and "./saxpy" in caplog.text
+    assert load_task("./saxpy", settings).directory == (tmp_path / "saxpy").resolve()  # a path is a path
+    make_task(tmp_path, name="mytask")
+    assert load_task("mytask", settings).directory == (tmp_path / "mytask").resolve()  # no such name: the folder
+
+
+def test_a_reference_that_does_not_compile_is_a_task_error(tmp_path: Path) -> None:
+    from evaluator.toolchain import Toolchain
+
+    task = load_task(make_task(tmp_path, reference=REFERENCE.replace("y[i] +=", "y[i] += undefined_name +")))
+    code = REFERENCE.replace("mytask", "mytask")
+    with pytest.raises(InvalidInput) as info:
+        Toolchain(tmp_path / "objs").build(task, load_target("host"), "host", code, [], tmp_path)
+    message = str(info.value)
+    assert "reference.c:1:" in message and "does not compile" in message and "undefined_name" in message
+
+
+def test_task_descriptions_keep_their_brackets(tmp_path: Path) -> None:
+    toml = _replace('description = "y = a*x + y"', 'description = "y[i] += a*x[i], a in [lo, hi], [bold]x"')
+    d = make_task(tmp_path, toml)
+    out = subprocess.run(
+        [sys.executable, "-m", "service.cli", "tasks", "show", str(d)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200", "PYTHONPATH": str(PROJECT_ROOT)},
+    )
+    assert out.returncode == 0, out.stderr
+    assert "y[i] += a*x[i], a in [lo, hi], [bold]x" in out.stdout

@@ -73,3 +73,41 @@ def test_retrieval_prior_ignores_implausible_figures() -> None:
         return _outcome_prior("Thought", {"node": {"prior_speedup": x, "evidence_commits": 2}})
 
     assert prior(86.0) == prior(None) < prior(1.8)
+
+
+def test_classifier_misses_vendor_backends_squashed_reviews_and_performance_bugs(tmp_path) -> None:
+    from miners.profiles import ONNXRUNTIME
+    from tests.support.gitrepos import _commit, init_repo
+
+    repo = init_repo(tmp_path / "ggml")
+    ime = "".join(
+        f"static inline void ime_tile_{i}(const int8_t *a, int32_t *c) {{ c[{i}] += a[{i}]; }}\n" for i in range(40)
+    )
+    _commit(repo, "ggml : initial", {"ggml/src/ggml-cpu/repack.cpp": "int x;\n"}, 1_700_000_000)
+    _commit(
+        repo,
+        "ggml: riscv: add riscv spacemit backend (llama/15288)\n\n* ggml: add spacemit backend\n\n"
+        "* fixed for review comments, file renamed and format\n\n* add new line at end of file\n",
+        {"ggml/src/ggml-cpu/spacemit/ime.cpp": ime},
+        1_700_000_100,
+    )
+    _commit(
+        repo,
+        "ggml-cpu: fix performance bug in q4_0 repack",
+        {"ggml/src/ggml-cpu/repack.cpp": "int x;\nint y;\n"},
+        1_700_000_200,
+    )
+    handle = gitwalk.open_repository(str(tmp_path / "ggml"), tmp_path / "cache")
+    warnings = gitwalk.WalkWarnings()
+    got = {
+        m.raw.title: m.classification
+        for m in classify_commits(handle, GGML, gitwalk.walk_commits(handle, ["HEAD"], warnings), warnings)
+    }
+    backend = got["ggml: riscv: add riscv spacemit backend (llama/15288)"]
+    assert backend.is_optimization and backend.isas == ["rvv"], backend.reasons
+    assert not any("fix" in r for r in backend.reasons)  # the review rounds of a squashed PR are not its purpose
+    perf_bug = got["ggml-cpu: fix performance bug in q4_0 repack"]
+    assert perf_bug.is_optimization and any("fixes slowness" in r for r in perf_bug.reasons), perf_bug.reasons
+    # ONNX Runtime's GPU kernels are kernel code (and GPU code)
+    assert ONNXRUNTIME.kernel_arch("onnxruntime/contrib_ops/cuda/bert/attention_softmax.cu") == ""
+    assert ONNXRUNTIME.kernel_arch("onnxruntime/core/providers/cuda/math/matmul.cc") == ""

@@ -47,6 +47,7 @@ def list_tasks(_: ReaderKey, state: StateDep) -> list[TaskOut]:
                 bench_size=t.bench_size,
                 experiences=c.get("experiences", 0),
                 best_speedup=c.get("best_speedup"),
+                best_competent_speedup=c.get("best_competent_speedup"),
             )
         )
     return out

@@ -146,6 +146,7 @@ def _detail(runs: RunManager, run: Run, with_outcome: bool) -> RunDetail:
             best = RunBest(
                 experience_id=best_exp.id,
                 speedup=best_exp.speedup,
+                competent_speedup=best_exp.competent_speedup,
                 status=str(best_exp.status),
                 summary=best_exp.summary,
             )

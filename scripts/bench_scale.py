@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Evaluations per minute of one fixed batch: in this process vs a Ray cluster on this machine (issue 15).
+
+The batch is N fresh candidates (the offline generator's plain kernel of sgemm_64 and of softmax, each made
+distinct so nothing comes from the object cache), evaluated on the emulated K1 by:
+  - the in-process executor (two at a time: the agent's default on a 2-core machine),
+  - Ray with one worker process (a node offering 2 CPUs) and with two (two nodes of 1 CPU each),
+    the head offering none, all on 127.0.0.1.
+It prints evaluations per minute for each, the median evaluation time inside the worker, and Ray's
+overhead per evaluation: the round trip of an empty task, and the median of (wall time seen by the
+driver - time spent evaluating) for single jobs sent one at a time. Target: overhead <= 10% of the
+median evaluation.
+
+    python scripts/bench_scale.py [--n 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from agent.offline import OfflineGenerator
+from core.settings import Settings
+from evaluator.evaluate import Candidate, Evaluator
+from evaluator.executor import EvalExecutor, EvalJob, InProcessExecutor
+from evaluator.targets import load_target
+from evaluator.tasks import load_task
+from tests.support.raycluster import Cluster, free_port
+
+TASKS = ("sgemm_64", "softmax")
+
+
+def batch(n: int) -> list[EvalJob]:
+    target = load_target("k1-x60")
+    jobs = []
+    for name in TASKS:
+        task = load_task(name)
+        variant = OfflineGenerator(task, target).default()
+        for i in range(n // len(TASKS)):
+            code = f"{variant.code}\n/* bench_scale candidate {i} {time.time_ns()} */\n"
+            jobs.append(EvalJob(task, target, "qemu", Candidate(code=code, cflags=variant.cflags)))
+    return jobs
+
+
+def run_batch(executor: EvalExecutor, jobs: list[EvalJob]) -> tuple[float, list[float]]:
+    t0 = time.perf_counter()
+    futures = [executor.submit(j) for j in jobs]
+    results = [f.result() for f in futures]
+    wall = time.perf_counter() - t0
+    bad = [r.feedback for r in results if not r.ok]
+    assert not bad, bad[:3]
+    return wall, [r.duration_s for r in results]
+
+
+def ray_overheads(executor, jobs: list[EvalJob]) -> tuple[float, float]:
+    """(empty task round trip, median driver wall - evaluation time) in seconds."""
+    import ray
+
+    @ray.remote(num_cpus=1)
+    def empty() -> int:
+        return 0
+
+    ray.get(empty.remote())
+    trips = []
+    for _ in range(20):
+        t0 = time.perf_counter()
+        ray.get(empty.remote())
+        trips.append(time.perf_counter() - t0)
+    gaps = []
+    for job in jobs:
+        t0 = time.perf_counter()
+        r = executor.submit(job).result()
+        gaps.append(time.perf_counter() - t0 - r.duration_s)
+    return statistics.median(trips), statistics.median(gaps)
+
+
+def ray_mode(label: str, nodes: list[int], jobs: list[EvalJob], extra: list[EvalJob], home: Path) -> dict:
+    from evaluator.cluster import RayExecutor
+
+    c = Cluster(port=free_port(), folder=Path(tempfile.mkdtemp(prefix="eok-bench-ray-")))
+    try:
+        c.start_head(num_cpus=0)
+        c.wait_for({})
+        for i, cpus in enumerate(nodes):
+            c.start_worker(f"w{i}", num_cpus=cpus, EOK_HOME=str(home / f"w{i}"))
+        c.wait_for({"CPU": sum(nodes)})
+        ex = RayExecutor.connect(c.address)
+        run_batch(ex, extra[:2])  # warm the workers (imports, baselines) outside the measurement
+        wall, evals = run_batch(ex, jobs)
+        trip, gap = ray_overheads(ex, extra[2:])
+        import ray
+
+        ray.shutdown()
+        return {"label": label, "wall": wall, "evals": evals, "trip": trip, "gap": gap}
+    finally:
+        c.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=64, help="candidates in the batch (half sgemm_64, half softmax)")
+    args = ap.parse_args()
+    home = Path(tempfile.mkdtemp(prefix="eok-bench-scale-"))
+    jobs, extra = batch(args.n), batch(12)
+
+    settings = Settings(home=home / "local", eval_parallelism=2)
+    local = InProcessExecutor(settings, Evaluator(settings))
+    run_batch(local, extra[:2])
+    wall, evals = run_batch(local, jobs)
+    local.close()
+    rows = [{"label": "in-process, 2 at a time", "wall": wall, "evals": evals, "trip": None, "gap": None}]
+    rows.append(ray_mode("Ray, 1 worker process (2 CPUs)", [2], batch(args.n), extra, home))
+    rows.append(ray_mode("Ray, 2 worker processes (1 CPU each)", [1, 1], batch(args.n), extra, home))
+
+    print(f"batch: {args.n} fresh candidates ({', '.join(TASKS)}) on the emulated K1, this 2-core machine")
+    print(f"{'executor':38} {'evals/min':>9} {'median eval':>11} {'Ray trip':>9} {'overhead':>9}")
+    for r in rows:
+        med = statistics.median(r["evals"])
+        trip = f"{r['trip'] * 1e3:.1f} ms" if r["trip"] is not None else "-"
+        gap = f"{r['gap'] / med:.1%}" if r["gap"] is not None else "-"
+        print(f"{r['label']:38} {len(r['evals']) / r['wall'] * 60:9.1f} {med:10.2f}s {trip:>9} {gap:>9}")
+    print("overhead = median (driver wall - worker evaluation time) of single jobs / median evaluation; target <= 10%")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""The memory stage and vl-aware costs end to end: real clang-22 builds, qemu-riscv64 with the memory plugin,
+llvm-mca-22. Expected orderings are the ones a board shows (blocking, strides, working set vs cache size);
+expected figures come from the target data they were priced with (evaluator/targets/*.toml)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from evaluator.costmodel import ModeledTiming, machines, model_kernel_breakdown
+from evaluator.costmodel.bench import build, qemu_argv
+
+pytestmark = pytest.mark.qemu
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "costmodel"
+Model = Callable[..., ModeledTiming]
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> Model:
+    """model(stem, mcpu=..., memory=..., **defines) -> the modeled timing of that kernel, built once."""
+    out = tmp_path_factory.mktemp("costmodel-mem")
+    cache = out / "cache"
+
+    def run(stem: str, mcpu: str = "spacemit-x60", memory: bool = True, **defines: object) -> ModeledTiming:
+        name = stem + "".join(f"_{k}{v}" for k, v in sorted(defines.items()))
+        binary = out / name
+        if not binary.exists():
+            build(DATA / f"{stem}.c", binary, defines)
+        return model_kernel_breakdown(binary, qemu_argv(binary), cache, mcpu, memory=memory).timing
+
+    return run
+
+
+def test_plugin_counts_every_element_access(model: Model) -> None:
+    n = 4096
+    copy = model("stream", KERNEL=1, N=n)
+    assert copy.bytes_accessed == 8 * n  # one 4-byte load and one 4-byte store per element
+    triad = model("stream", KERNEL=4, N=n)
+    assert triad.bytes_accessed == 12 * n
+    # one FMA per element at the vl each strip ran with, plus the closing reduction of the 32-lane accumulator
+    assert triad.flops == 2 * n + 32
+
+
+def test_l1_resident_kernels_cost_what_they_did_before(model: Model) -> None:
+    with_memory = model("saxpy", LMUL=4, N=4096)
+    without = model("saxpy", LMUL=4, N=4096, memory=False)
+    assert with_memory.bound == "compute"
+    assert with_memory.cycles == pytest.approx(without.cycles, rel=0.01)
+
+
+def test_a_working_set_in_dram_costs_what_dram_delivers(model: Model) -> None:
+    small = model("saxpy", LMUL=4, N=4096)  # 32 KiB: L1
+    big = model("saxpy", LMUL=4, N=1 << 20)  # 8 MiB: DRAM
+    assert big.bound == "DRAM"
+    assert big.cycles / (1 << 20) > 2.5 * small.cycles / 4096
+    peak = machines()["spacemit-x60"].dram_bytes_per_cycle
+    assert big.dram_bytes_per_cycle == pytest.approx(peak, rel=0.05)  # a pure stream runs at the DRAM figure
+    assert big.dram_bytes >= 12 * (1 << 20)  # x and y read, y written back
+
+
+def test_a_short_tail_costs_its_vl_not_its_lmul(model: Model) -> None:
+    m8, m1 = model("saxpy", LMUL=8, N=7), model("saxpy", LMUL=1, N=7)
+    assert m8.cycles == pytest.approx(m1.cycles, rel=0.15)
+    assert model("saxpy", LMUL=8, N=7, memory=False).cycles > 2 * m1.cycles  # the LMUL-priced model did not
+
+
+def test_blocked_sgemm_beats_unblocked_once_b_leaves_l2(model: Model) -> None:
+    unblocked, blocked = model("gemm_block", BLOCKED=0), model("gemm_block", BLOCKED=1)
+    assert unblocked.bound == "DRAM" and blocked.bound != "DRAM"
+    assert unblocked.flops == blocked.flops
+    assert blocked.cycles < unblocked.cycles / 2
+
+
+def test_unit_stride_beats_strided(model: Model) -> None:
+    unit, strided = model("strided", STRIDE=1, M=16384), model("strided", STRIDE=16, M=16384)
+    assert unit.bytes_accessed == strided.bytes_accessed
+    assert strided.cycles > 4 * unit.cycles  # one 64 B line per element instead of 16 elements per line
+
+
+def test_a_working_set_in_l2_beats_one_in_dram(model: Model) -> None:
+    in_l2 = model("stream", KERNEL=0, N=64 * 1024)  # 256 KiB
+    in_dram = model("stream", KERNEL=0, N=1024 * 1024)  # 4 MiB
+    assert in_l2.bound != "DRAM" and in_dram.bound == "DRAM"
+    assert in_dram.cycles / (1024 * 1024) > 2 * in_l2.cycles / (64 * 1024)
+
+
+def test_k1_and_k3_rank_recompute_and_materialize_differently(model: Model) -> None:
+    """3 MiB of arrays: DRAM on the K1, L2 on the X100, so the K1 expert recomputes and the K3 one stores."""
+    k1 = {m: model("recompute", "spacemit-x60", MATERIALIZE=m).cycles for m in (0, 1)}
+    k3 = {m: model("recompute", "spacemit-x100", MATERIALIZE=m).cycles for m in (0, 1)}
+    assert k1[0] < k1[1]
+    assert k3[1] < k3[0]
