@@ -42,7 +42,7 @@ class _Progress:
             t.add_column(col)
         for d, r in self.rows.items():
             t.add_row(d, str(r["evals"]), str(r["ok"]), _x(r["best"]))
-        t.caption = self.last[:100]
+        t.caption = self.last  # wraps at the terminal width rather than being cut mid-word
         return t
 
 
@@ -123,7 +123,9 @@ def _execute(opt, run_id: str, budget: int, quiet: bool) -> RunOutcome:
     on_interrupt(mark_interrupted)
     if quiet:
         return opt.execute(run_id, cancel=cancel)
-    console.print(f"run [bold]{run_id}[/] (resume with `eok optimize --resume {run_id}`)")
+    # Two short lines: at 80 columns the resume command must not break where a user copies it.
+    console.print(f"run [bold]{run_id}[/]", highlight=False)
+    console.print(f"resume with: eok optimize --resume {run_id}", highlight=False, soft_wrap=True)
     with Live(progress.table(), console=console, refresh_per_second=4, transient=False) as live:
 
         def on_event(e: ProgressEvent) -> None:
@@ -155,7 +157,7 @@ def _print_outcome(o: RunOutcome) -> None:
         title_justify="left",
         caption="best speedup over the competent baseline",
     )
-    for col in ("best speedup", "over -O3", "evaluations", "LLM calls", "LLM tokens", "time", "status"):
+    for col in ("best", "over -O3", "evals", "LLM calls", "tokens", "time", "status"):  # fits 80 columns
         t.add_column(col)
     t.add_row(
         _x(r.best_competent_speedup),

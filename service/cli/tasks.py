@@ -42,7 +42,8 @@ def list_cmd(json_out: bool = JsonOpt) -> None:
         )
         return
     table = Table(title=f"{len(tasks)} kernel tasks" + (f", {len(broken)} broken" if broken else ""))
-    for col in ("name", "category", "operator", "dtype", "bench size"):
+    table.add_column("name", no_wrap=True)  # typed into `eok eval` / `eok optimize`
+    for col in ("category", "operator", "dtype", "bench size"):
         table.add_column(col)
     for t in tasks:
         bench = ", ".join(f"{k}={v}" for k, v in t.bench_size.items())

@@ -55,7 +55,7 @@ def test_offline_run_records_every_candidate_and_learns(container, task: str) ->
     if improved(over_baseline(out.best)):
         assert Path(out.artifacts["code"]).read_text().count(out.best.code.strip()[:40]) == 1
         assert "Best kernel:" in report and f"--candidate {out.artifacts['code']}" in report
-    else:  # a few modeled cycles are no reason to replace the reference (relu: 261,002 vs 261,004)
+    else:  # a few modeled cycles are no reason to replace the reference (relu: 274,300 vs 274,303 cycles)
         assert "code" not in out.artifacts and "No improvement: keep the baseline" in report
     assert Path(out.artifacts["plot"]).stat().st_size > 5000
     assert out.lineage and out.lineage[-1]["experience"] == out.best.id
