@@ -320,6 +320,7 @@ class Evaluator:
         result.peak_dram_bytes_per_cycle = cand.peak_dram_bytes_per_cycle
         comp = self._competent_model(task, target, run, build, key)
         if comp is not None and cand.cycles > 0:
+            comp = min(comp, result.baseline_cycles)  # flags that slow the reference down go unused
             result.competent_cycles = comp
             result.competent_seconds = comp / clock if clock else None
             result.competent_speedup = comp / cand.cycles
@@ -372,6 +373,7 @@ class Evaluator:
         if base_ns and cand_ns:
             result.speedup = base_ns / cand_ns
         if comp_ns and cand_ns and self._competent_correct(task, target, run):
+            comp_ns = min(comp_ns, base_ns or comp_ns)  # flags that slow the reference down go unused
             result.competent_seconds = comp_ns * 1e-9
             result.competent_speedup = comp_ns / cand_ns
 

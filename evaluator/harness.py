@@ -10,13 +10,14 @@ the other's static helpers.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
 from evaluator.tasks import C_TYPES, KernelTask, Param
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "harness.c.in"
-HARNESS_VERSION = "5"  # bump when generated code or template semantics change: part of every cache key
+HARNESS_VERSION = "6"  # bump when generated code or template semantics change: part of every cache key
 MARKER = "/* @EOK_TASK@ */"
 
 _GEN_CODES = {
@@ -30,6 +31,7 @@ _GEN_CODES = {
     "q4_0": "EOK_GEN_Q4_0",
     "boxes": "EOK_GEN_BOXES",
     "zeros": "EOK_GEN_ZEROS",
+    "ties": "EOK_GEN_TIES",
 }
 _INT_RANGES = {
     "int8_t": (-128, 127),
@@ -70,6 +72,10 @@ def generate(task: KernelTask) -> str:
 
 
 def _c_num(v: float) -> str:
+    if math.isinf(v):
+        return "__builtin_inf()" if v > 0 else "-__builtin_inf()"
+    if math.isnan(v):
+        return '__builtin_nan("")'
     text = repr(float(v))
     return text if any(c in text for c in ".e") else text + ".0"
 
@@ -89,15 +95,28 @@ def _range(task: KernelTask, p: Param) -> tuple[float, float]:
     return (-1.0, 1.0)
 
 
-def _buf_entry(task: KernelTask, p: Param) -> str:
+def _buf_entry(task: KernelTask, p: Param, index: int) -> str:
     arg = task.args[p.name]
     kind = {"in": "EOK_IN", "out": "EOK_OUT", "inout": "EOK_INOUT"}[arg.kind]
     gen = _GEN_CODES[arg.gen or "uniform"]  # plain outputs are poisoned, not generated
     lo, hi = _range(task, p)
+    scales = f"eok_scales_{index}, {len(arg.scales)}" if arg.scales else "0, 0"
+    specials = f"eok_specials_{index}, {len(arg.specials)}, {arg.special_every}" if arg.specials else "0, 0, 0"
     return (
         f'{{"{p.name}", EOK_{p.type.code}, {kind}, {gen}, {_c_num(lo)}, {_c_num(hi)}, '
-        f"{_c_num(arg.scale or 1.0)}, {int(arg.compare == 'fp16')}}}"
+        f"{_c_num(arg.scale or 1.0)}, {int(arg.compare == 'fp16')}, {scales}, {specials}}}"
     )
+
+
+def _special_arrays(task: KernelTask) -> list[str]:
+    """The per-buffer value tables `_buf_entry` points at (docs/TASKS.md, "Special values")."""
+    lines = []
+    for i, p in enumerate(task.buffers):
+        arg = task.args[p.name]
+        for name, values in (("scales", arg.scales), ("specials", arg.specials)):
+            if values:
+                lines.append(f"static const double eok_{name}_{i}[] = {{{', '.join(map(_c_num, values))}}};")
+    return lines
 
 
 def _scalar_entry(task: KernelTask, p: Param) -> str:
@@ -192,7 +211,7 @@ def _task_block(task: KernelTask) -> str:
     size_rows = ", ".join("{" + ", ".join([*(str(s[n]) for n in task.size_params), "0"]) + "}" for s in task.sizes)
     count_rows = ", ".join("{" + ", ".join([*(str(c[p.name]) for p in task.buffers), "0"]) + "}" for c in task.counts)
     names = ", ".join([*(f'"{n}"' for n in task.size_params), "0"])
-    bufs = ",\n    ".join([*(_buf_entry(task, p) for p in task.buffers), "{0}"])
+    bufs = ",\n    ".join([*(_buf_entry(task, p, i) for i, p in enumerate(task.buffers)), "{0}"])
     scalars = ",\n    ".join([*(_scalar_entry(task, p) for p in task.scalars), "{0}"])
     tol = task.tolerance
     return "\n".join(
@@ -213,6 +232,7 @@ def _task_block(task: KernelTask) -> str:
             f"static const char *const eok_size_names[EOK_NSP + 1] = {{{names}}};",
             f"static const long long eok_size_values[EOK_NSIZES][EOK_NSP + 1] = {{{size_rows}}};",
             f"static const long long eok_counts[EOK_NSIZES][EOK_NBUF + 1] = {{{count_rows}}};",
+            *_special_arrays(task),
             f"static const eok_buf_spec eok_bufs[EOK_NBUF + 1] = {{\n    {bufs}}};",
             f"static const eok_scalar_spec eok_scalars[EOK_NSCALAR + 1] = {{\n    {scalars}}};",
             f"static const double eok_rtol = {_c_num(tol.rtol)}, eok_atol = {_c_num(tol.atol)};",

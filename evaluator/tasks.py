@@ -10,13 +10,14 @@ from __future__ import annotations
 import ast
 import hashlib
 import logging
+import math
 import re
 import tomllib
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from core.errors import EokError, InvalidInput, NotFound
 from core.settings import Settings, get_settings
@@ -71,9 +72,10 @@ C_TYPES: dict[str, CType] = {
 }
 RETURN_TYPES = {"void", "float", "double", "int", "int32_t", "int64_t", "uint32_t", "uint64_t", "size_t"}
 
-Gen = Literal["uniform", "normal", "positive", "int", "sorted", "fp16", "q8_0", "q4_0", "boxes", "zeros"]
-# Bytes per block of the ggml block formats (fp16 scale + 32 int8 / 16 bytes of nibbles).
-BLOCK_BYTES = {"q8_0": 34, "q4_0": 18}
+Gen = Literal["uniform", "normal", "positive", "int", "sorted", "fp16", "q8_0", "q4_0", "boxes", "zeros", "ties"]
+# Bytes per block of the ggml block formats (fp16 scale + 32 int8 / 16 bytes of nibbles); elements per
+# block of the `ties` generator (floats that hit exact rounding ties when quantized to q8_0).
+BLOCK_BYTES = {"q8_0": 34, "q4_0": 18, "ties": 32}
 
 
 class Tolerance(BaseModel):
@@ -100,6 +102,12 @@ class ArgSpec(BaseModel):
     value: float | None = None  # a fixed scalar value (eps, alpha): no generator
     valid: str | None = None  # outputs: how many elements to compare, C expression using `ret`
     compare: Literal["default", "fp16"] = "default"  # fp16: uint16_t outputs compared as half floats
+    # Numerics the operator must honour (docs/TASKS.md, "Special values"), float inputs only:
+    # size i (not the bench size) multiplies its generated values by scales[i % len(scales)] ...
+    scales: list[float] | None = Field(default=None, min_length=1)
+    # ... and every `special_every`-th element (at every size) is replaced by specials[k % len(specials)].
+    specials: list[Annotated[float, AllowInfNan(True)]] | None = Field(default=None, min_length=1)  # the point
+    special_every: int | None = Field(default=None, ge=2)
 
     @field_validator("range")
     @classmethod
@@ -415,11 +423,26 @@ def _bind_param(p: Param, spec: TaskSpec, size_names: set[str]) -> Param:
 def _check_gen(p: Param, arg: ArgSpec, where: str) -> None:
     gen = arg.gen or ("zeros" if arg.kind == "out" else "uniform")
     need = {"fp16": ("uint16_t",), "q8_0": ("uint8_t", "int8_t"), "q4_0": ("uint8_t", "int8_t")}
-    need["boxes"] = ("float", "double")
+    need["boxes"] = need["ties"] = ("float", "double")
     if gen in need and p.ctype not in need[gen]:
         raise _FieldError(f"{where}.gen", f"{gen} needs a {' or '.join(need[gen])} pointer, not {p.ctype}")
     if arg.compare == "fp16" and p.ctype != "uint16_t":
         raise _FieldError(f"{where}.compare", "fp16 comparison needs a uint16_t pointer")
+    _check_specials(p, arg, where)
+
+
+def _check_specials(p: Param, arg: ArgSpec, where: str) -> None:
+    if arg.special_every is not None and arg.specials is None:
+        raise _FieldError(f"{where}.special_every", "needs specials = [...]")
+    if arg.scales is None and arg.specials is None:
+        return
+    field = "scales" if arg.scales is not None else "specials"
+    if p.type.kind != "float" or arg.kind == "out":
+        raise _FieldError(f"{where}.{field}", "only float inputs (kind = in | inout) take scales and specials")
+    if arg.scales is not None and not all(math.isfinite(s) and s != 0 for s in arg.scales):
+        raise _FieldError(f"{where}.scales", "scales must be finite and non-zero")
+    if arg.specials is not None and arg.special_every is None:
+        raise _FieldError(f"{where}.special_every", "specials need special_every = N (every N-th element)")
 
 
 def _counts(spec: TaskSpec, params: list[Param], size: dict[str, int], index: int) -> dict[str, int]:

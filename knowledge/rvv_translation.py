@@ -1,4 +1,4 @@
-"""NEON, SSE/AVX/AVX-512 and SVE intrinsics -> their RVV v1.0 (`__riscv_`-prefixed) equivalents.
+"""NEON, SSE/AVX/AVX-512 and SVE intrinsics (and the common x86/Arm/POWER assembly mnemonics) -> RVV v1.0.
 
 A fixed table, not an LLM guess: a thought evidenced on another ISA carries the RVV form of its key
 intrinsics (`Thought.rvv_equivalents`), so an RVV prompt or the offline generator can reuse the idea.
@@ -206,10 +206,54 @@ _FIXED: dict[str, str] = {
     "hadd": "__riscv_vfredusum_vs_f32m1_f32m1 then __riscv_vfmv_f_s_f32m1_f32 (reduce once, after the loop)",
 }
 # Alternatives become separate patterns: each may name its own element-type group `t`.
+# Assembly mnemonics (OpenBLAS's x86, Arm and POWER kernels are mostly assembly): precision from the suffix
+# (x86 ps/pd, POWER sp/dp) or, for Arm, not known from the mnemonic alone (written f32 with a note).
+_ASM: list[tuple[re.Pattern[str], Callable[[str], str]]] = [
+    (re.compile(r"^vfn?madd(?:132|213|231)?(?P<t>p[sd])$"), lambda t: _op(t, "vfmacc", "vmacc") + " (c += a*b)"),
+    (re.compile(r"^vfn?msub(?:132|213|231)?(?P<t>p[sd])$"), lambda t: _op(t, "vfmsac", "vmsac")),
+    (re.compile(r"^v?mov[ua](?P<t>p[sd])$"), lambda t: f"__riscv_vle{_w(t)}_v_{t}m1 / __riscv_vse{_w(t)}_v_{t}m1"),
+    (re.compile(r"^vbroadcasts(?P<t>[sd])$"), lambda t: _bcast(t)),
+    (re.compile(r"^v?add(?P<t>p[sd])$"), lambda t: _op(t, "vfadd", "vadd")),
+    (re.compile(r"^v?mul(?P<t>p[sd])$"), lambda t: _op(t, "vfmul", "vmul")),
+    (re.compile(r"^v?hadd(?P<t>p[sd])$"), lambda t: _FIXED["hadd"]),
+    (re.compile(r"^vpdpbusds?$"), lambda t: _dot("u8/i8 (vwmulsu)")),
+    (re.compile(r"^xvmadd[am](?P<t>[sd]p)$"), lambda t: _op(t, "vfmacc", "vmacc") + " (c += a*b)"),
+    (re.compile(r"^xvmul(?P<t>[sd]p)$"), lambda t: _op(t, "vfmul", "vmul")),
+    (re.compile(r"^xvadd(?P<t>[sd]p)$"), lambda t: _op(t, "vfadd", "vadd")),
+    (re.compile(r"^lxv(?:d2x|w4x|x|p)?$"), lambda t: "__riscv_vle32_v_f32m1 / __riscv_vle64_v_f64m1"),
+    (re.compile(r"^stxv(?:d2x|w4x|x|p)?$"), lambda t: "__riscv_vse32_v_f32m1 / __riscv_vse64_v_f64m1"),
+    (re.compile(r"^fmla$"), lambda t: "__riscv_vfmacc_vv_f32m1 (or _f64m1: the element size is in the operands)"),
+    (re.compile(r"^fmul$"), lambda t: "__riscv_vfmul_vv_f32m1 (or _f64m1)"),
+    (re.compile(r"^faddp$"), lambda t: _FIXED["hadd"]),
+    (re.compile(r"^ld1r$"), lambda t: "__riscv_vfmv_v_f_f32m1 (broadcast a scalar load)"),
+    (re.compile(r"^ld[1-4]$"), lambda t: "__riscv_vle32_v_f32m1 (ld2-4: __riscv_vlseg{2,3,4}e32_v_f32m1x{2,3,4})"),
+    (re.compile(r"^st[1-4]$"), lambda t: "__riscv_vse32_v_f32m1 (st2-4: __riscv_vsseg{2,3,4}e32_v_f32m1x{2,3,4})"),
+    (re.compile(r"^(?:prfm|prefetcht[0-2]|prefetchnta|dcbt)$"), lambda t: "__builtin_prefetch (Zicbop prefetch.r)"),
+]
+_ASM_T = {"ps": "f32", "pd": "f64", "s": "f32", "d": "f64", "sp": "f32", "dp": "f64"}
+
+
+def _w(t: str) -> int:
+    return int(t[1:])
+
+
+def _asm_equivalent(name: str) -> str | None:
+    for rx, build in _ASM:
+        if m := rx.match(name):
+            t = m.groupdict().get("t")
+            return build(_ASM_T[t] if t else "")
+    return None
+
+
 _RULES: list[_Rule] = [
     (re.compile("^" + alt.lstrip("^")), types, build) for pat, types, build in _rules() for alt in pat.split("|^")
 ]
-_INTRINSIC_RX = re.compile(r"\b(?:_mm(?:256|512)?_\w+|v[a-z]+\d*q?_\w+|sv[a-z0-9]+_\w+)\b")
+_INTRINSIC_RX = re.compile(
+    r"\b(?:_mm(?:256|512)?_\w+|v[a-z]+\d*q?_\w+|sv[a-z0-9]+_\w+|"
+    r"vfn?m(?:add|sub)(?:132|213|231)?p[sd]|v?mov[ua]p[sd]|vbroadcasts[sd]|v?(?:add|mul|hadd)p[sd]|vpdpbusds?|"
+    r"xv(?:madd[am]|mul|add)[sd]p|lxv(?:d2x|w4x|x|p)?|stxv(?:d2x|w4x|x|p)?|fmla|fmul|faddp|ld1r|ld[1-4]|st[1-4]|"
+    r"prfm|prefetcht[0-2]|prefetchnta|dcbt)\b"
+)
 MAX_EQUIVALENTS = 12
 
 
@@ -223,6 +267,8 @@ def rvv_equivalent(name: str) -> str | None:
         return _FIXED["hadd"]
     if re.match(r"^_mm(?:256|512)?_mask", name):
         return _FIXED["mask"]
+    if (asm := _asm_equivalent(name)) is not None:
+        return asm
     for rx, types, build in _RULES:
         m = rx.match(name)
         if not m:

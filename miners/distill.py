@@ -449,6 +449,7 @@ class ThoughtFacts:
     idea_id: str
     why: str
     identifiers: str
+    what: str = ""  # the commit it comes from: "<repo> <sha>: <title>"
 
 
 def group_ideas(
@@ -488,10 +489,11 @@ def group_ideas(
                     rest.append(i)
             loose = rest
         taken: set[int] = set()
-        for a in loose:
+        close = vectors[loose] @ vectors[loose].T >= threshold if loose else np.zeros((0, 0), bool)
+        for ai, a in enumerate(loose):
             if a in taken:
                 continue
-            near = [b for b in loose if b not in taken and float(vectors[a] @ vectors[b]) >= threshold]
+            near = [b for bi, b in enumerate(loose) if close[ai, bi] and b not in taken]
             if len({facts[b].change for b in near}) >= 2:
                 gid = f"{fallback}:{facts[a].change}"
                 groups[gid] = IdeaGroup(gid, tech, [facts[b].id for b in near], changed=True)
@@ -502,6 +504,15 @@ def group_ideas(
 def _unit(v: np.ndarray) -> np.ndarray:
     n = float(np.linalg.norm(v))
     return v / n if n else v
+
+
+def idea_prompt(group: IdeaGroup, facts: dict[str, ThoughtFacts], limit: int = 12) -> str:
+    """The evidence an LLM reads to state a group's principle: each thought's change, ISA and reason."""
+    members = [facts[m] for m in sorted(group.members) if m in facts][:limit]
+    lines = [f"Technique: {group.technique.value} ({TECHNIQUE_DESCRIPTIONS[group.technique]})", "Changes:"]
+    for f in members:
+        lines.append(f"- {f.what} [{f.operator}, {f.isa}]" + (f" Why: {f.why}" if f.why else ""))
+    return "\n".join(lines)
 
 
 def idea_text(group: IdeaGroup, facts: dict[str, ThoughtFacts]) -> tuple[str, str, str]:

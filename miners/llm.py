@@ -6,12 +6,14 @@ HTTP 429 waits for Retry-After, and results are cached per commit sha so re-mini
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
@@ -21,6 +23,7 @@ from knowledge.taxonomy import Operator, Technique
 from miners.distill import Evidence
 
 PROMPT_VERSION = "v1"
+M = TypeVar("M", bound=BaseModel)
 SYSTEM = (
     "You read one commit from a compute-kernel library and explain the optimization it makes. "
     "Reply with ONLY a JSON object with keys: "
@@ -29,6 +32,21 @@ SYSTEM = (
     f'"operator" (one of: {", ".join(o.value for o in Operator)}), '
     '"is_optimization" (true if the commit\'s main purpose is speed).'
 )
+
+
+IDEA_SYSTEM = (
+    "You read a group of optimization changes from compute-kernel libraries that use the same technique, and "
+    "state the principle they share, as a kernel engineer would write it down. Reply with ONLY a JSON object "
+    'with keys: "title" (under 12 words), "statement" (2-3 sentences: the principle and why it makes kernels '
+    'faster, from the evidence only), "applies_when" (1 sentence: operators, data types, ISAs or sizes where it '
+    "pays off)."
+)
+
+
+class IdeaStatement(BaseModel):
+    title: str = Field(min_length=5, max_length=200)
+    statement: str = Field(min_length=20, max_length=1500)
+    applies_when: str = Field(min_length=5, max_length=800)
 
 
 class CommitInsight(BaseModel):
@@ -86,24 +104,41 @@ class LlmDistiller:
                     out[sha] = ins
         return out
 
-    def _cache_path(self, sha: str) -> Path:
-        return self.cache_dir / f"{sha}.{PROMPT_VERSION}.json"
+    def idea_statements(self, prompts: dict[str, str]) -> dict[str, IdeaStatement]:
+        """A statement per group of thoughts (key -> evidence text), cached by the evidence text's hash."""
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        keys = {k: "idea-" + hashlib.sha1(p.encode()).hexdigest()[:20] for k, p in prompts.items()}
 
-    def _cached(self, sha: str) -> CommitInsight | None:
-        p = self._cache_path(sha)
+        def one(k: str) -> IdeaStatement | None:
+            cached = self._cached(keys[k], IdeaStatement)
+            return cached or self._ask(keys[k], IDEA_SYSTEM, prompts[k], IdeaStatement, k)
+
+        with ThreadPoolExecutor(self.concurrency) as pool:
+            got = dict(zip(prompts, pool.map(one, prompts), strict=True))
+        return {k: v for k, v in got.items() if v is not None}
+
+    def _cache_path(self, key: str) -> Path:
+        return self.cache_dir / f"{key}.{PROMPT_VERSION}.json"
+
+    def _cached(self, key: str, model: type[M] = CommitInsight) -> M | None:  # type: ignore[assignment]
+        p = self._cache_path(key)
         if not p.exists():
             return None
         try:
-            return CommitInsight.model_validate_json(p.read_text())
+            return model.model_validate_json(p.read_text())
         except (ValidationError, OSError):
             return None
 
     def _one(self, ev: Evidence) -> CommitInsight | None:
-        messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": _commit_prompt(ev)}]
+        return self._ask(ev.sha, SYSTEM, _commit_prompt(ev), CommitInsight, ev.sha[:9])
+
+    def _ask(self, key: str, system: str, prompt: str, model: type[M], label: str) -> M | None:
+        """One validated JSON reply (retried with the error quoted back), cached under `key`."""
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
         last_error = ""
         for _attempt in range(self.retries):
             if self.tokens_used >= self.token_budget:
-                self._fail(f"{ev.sha[:9]}: token budget {self.token_budget} used up")
+                self._fail(f"{label}: token budget {self.token_budget} used up")
                 return None
             text, finish, err = self._call(messages)
             if err:
@@ -112,7 +147,7 @@ class LlmDistiller:
             try:
                 if finish == "length":
                     raise ValueError("reply truncated (finish_reason=length); answer shorter")
-                ins = CommitInsight.model_validate(_extract_json(text))
+                ins = model.model_validate(_extract_json(text))
             except (ValueError, ValidationError) as e:
                 last_error = str(e).split("\n")[0][:200]
                 messages = [
@@ -124,9 +159,9 @@ class LlmDistiller:
                     },
                 ]
                 continue
-            self._cache_path(ev.sha).write_text(ins.model_dump_json())
+            self._cache_path(key).write_text(ins.model_dump_json())
             return ins
-        self._fail(f"{ev.sha[:9]}: no valid reply after {self.retries} attempts ({last_error})")
+        self._fail(f"{label}: no valid reply after {self.retries} attempts ({last_error})")
         return None
 
     def _call(self, messages: list[dict[str, str]]) -> tuple[str, str | None, str]:

@@ -31,11 +31,13 @@ from miners.classify import Classification, Triage, classify, gpu_only, triage
 from miners.distill import (
     IDEA_PRINCIPLES,
     Evidence,
+    IdeaGroup,
     ThoughtDraft,
     ThoughtFacts,
     build_thoughts,
     group_ideas,
     idea_id,
+    idea_prompt,
     idea_text,
 )
 from miners.profiles import PROFILES, LibraryProfile, detect_library
@@ -127,6 +129,8 @@ class Miner:
         self.embedder_factory = embedder_factory
         self.settings = settings
         self.progress = progress or _NoProgress()
+        self._distiller: Any = None  # the LLM client of an --llm run (ideas are stated by it too)
+        self._report: MineReport | None = None
 
     # -- the whole run ------------------------------------------------------------------------------------
 
@@ -286,6 +290,7 @@ class Miner:
         report.optimization_by_isa = dict(sorted(by_isa.items(), key=lambda kv: -kv[1]))
 
         evidence = [m.evidence for m in opt if m.evidence is not None]
+        self._distiller = None
         if opts.llm and evidence:
             self._llm(evidence, report)
         t_distill = time.perf_counter()
@@ -356,7 +361,7 @@ class Miner:
         """Thoughts already in the graph among `ids`, with their evidence: a re-mined or mirrored change."""
         rows = self.store.read(
             "MATCH (t:Thought) WHERE t.id IN $ids OPTIONAL MATCH (t)-[:EVIDENCED_BY]->(c:Commit) "
-            "RETURN t {.*, embedding: null} AS t, collect(c.sha) AS shas",
+            "RETURN t {.*, embedding: null, embedding_vector: null} AS t, collect(c.sha) AS shas",
             ids=ids,
         )
         return {r["t"]["id"]: {**r["t"], "shas": r["shas"]} for r in rows}
@@ -454,10 +459,13 @@ class Miner:
         moves += [(f.id, f.idea_id, member_of[f.id]) for f in facts if f.id not in written and f.id in member_of]
         moves = [m for m in moves if m[1] != m[2]]
         ideas = [_technique_idea(Technique(t)) for t in techniques]
-        for g in groups.values():
-            if not g.changed:
-                continue
+        changed = [g for g in groups.values() if g.changed]
+        llm = self._idea_statements(changed, by_id)
+        for g in changed:
             title, statement, applies = idea_text(g, by_id)
+            said = llm.get(g.id)
+            if said is not None:
+                title, statement, applies = said.title, said.statement, said.applies_when
             ideas.append(
                 Idea(
                     id=g.id,
@@ -466,7 +474,7 @@ class Miner:
                     applies_when=applies,
                     techniques=[g.technique],
                     evidence_changes=len({by_id[m].change for m in g.members if m in by_id}),
-                    source="mined",
+                    source="llm" if said is not None else "mined",
                 )
             )
         return ideas, moves
@@ -485,10 +493,23 @@ class Miner:
             gen=gen,
         )
 
+    def _idea_statements(self, groups: list[IdeaGroup], facts: dict[str, ThoughtFacts]) -> dict[str, Any]:
+        """With --llm, the LLM states each new or grown group's principle from its evidence (cached)."""
+        if self._distiller is None or not groups:
+            return {}
+        self.progress.update("asking the LLM for ideas", 0, len(groups))
+        before = self._distiller.calls
+        out = self._distiller.idea_statements({g.id: idea_prompt(g, facts) for g in groups})
+        if self._report is not None:
+            self._report.llm_calls += self._distiller.calls - before
+            self._report.llm_failures = self._distiller.failures
+        return out
+
     def _llm(self, evidence: list[Evidence], report: MineReport) -> None:
         from miners.llm import LlmDistiller
 
         distiller = LlmDistiller(self.settings, self.settings.home / "cache" / "llm-mine")
+        self._distiller, self._report = distiller, report
         self.progress.update("asking the LLM", 0, len(evidence))
         insights = distiller.insights(evidence)
         for e in evidence:
@@ -574,6 +595,7 @@ def _facts(
         idea_id=idea or idea_id(Technique(tech)),
         why=why,
         identifiers=idents or "",
+        what=(desc or "").split(". ", 1)[0][:200],
     )
 
 

@@ -118,9 +118,11 @@ def streams(segments: Sequence[Segment], split: bool) -> dict[str, list[str]]:
 class McaBatch:
     """Regions for one llvm-mca process (one iteration count); names map to total cycles after `run`."""
 
-    def __init__(self, iterations: int) -> None:
+    def __init__(self, iterations: int, info: bool = False) -> None:
         self.iterations = iterations
+        self.info = info  # also read each region's BlockRThroughput and per-instruction latencies
         self.regions: dict[str, list[str]] = {}
+        self.summaries: dict[str, tuple[float, list[int]]] = {}
 
     def add(self, name: str, lines: list[str]) -> None:
         self.regions[name] = lines
@@ -134,7 +136,7 @@ class McaBatch:
             text += [f"# LLVM-MCA-BEGIN {name}", *lines, f"# LLVM-MCA-END {name}"]
         self.path.write_text("\n".join(text) + "\n")
         argv = [MCA, "-mtriple=riscv64", f"-mcpu={mcpu}", f"-iterations={self.iterations}", "-json"]
-        argv += [*MCA_FLAGS]
+        argv += [f.replace("-instruction-info=0", "-instruction-info=1") if self.info else f for f in MCA_FLAGS]
         return subprocess.Popen([*argv, str(self.path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def finish(self, proc: subprocess.Popen[str] | None) -> tuple[dict[str, int], set[str]]:
@@ -148,7 +150,12 @@ class McaBatch:
                 hint="report the instruction it names; the cost model cannot price it",
             )
         # Regions whose instructions were all skipped are missing from the output: they cost 0 here.
-        cycles = {r["Name"]: int(r["SummaryView"]["TotalCycles"]) for r in json.loads(out)["CodeRegions"]}
+        regions = json.loads(out)["CodeRegions"]
+        cycles = {r["Name"]: int(r["SummaryView"]["TotalCycles"]) for r in regions}
+        if self.info:
+            for r in regions:
+                lat = [int(i["Latency"]) for i in r.get("InstructionInfoView", {}).get("InstructionList", [])]
+                self.summaries[r["Name"]] = (float(r["SummaryView"]["BlockRThroughput"]), lat)
         lines = self.path.read_text().splitlines()
         bad = {lines[int(n) - 1] for n in _ERROR_LINE_RE.findall(err) if 0 < int(n) <= len(lines)}
         bad |= set(_SKIPPED_NOTE_RE.findall(err))  # no scheduling class: reported by mnemonic only
@@ -207,27 +214,32 @@ def cost_units(
     decoupled: bool = True,
     scalar_scale: float = 1.0,
     vector_scale: float = 1.0,
+    ooo_issue: int = 0,
 ) -> tuple[list[UnitCost], int]:
     """Cost every unit (cached ones are not re-simulated). Returns (costs in order, units simulated).
 
     `scalar_scale` / `vector_scale` multiply the scalar / vector stream of split units (a target's core
-    against the X60 whose model prices them; docs/COSTMODEL.md "Targets").
+    against the X60 whose model prices them; docs/COSTMODEL.md "Targets"). `ooo_issue` > 0: an out-of-order
+    core of that issue width, whose loops run at their resource throughput or their loop-carried
+    dependence chain, whichever is slower, instead of llvm-mca's in-order schedule.
     """
     require_mca()
     scales = (scalar_scale, vector_scale)
-    keys = [unit_key(u, mcpu, decoupled, scales) for u in units]
+    keys = [unit_key(u, mcpu, decoupled, scales) + (f"-ooo{ooo_issue}" if ooo_issue else "") for u in units]
     known = cache.get_many(set(keys)) if cache else {}
     todo = {k: u for k, u in zip(keys, units, strict=True) if k not in known}
     if todo:
-        fresh = _simulate(todo, mcpu, decoupled, scales)
+        fresh = _simulate(todo, mcpu, decoupled, scales, ooo_issue)
         if cache:
             cache.put_many(fresh)
         known.update(fresh)
     return [known[k] for k in keys], len(todo)
 
 
-def _simulate(todo: dict[str, Unit], mcpu: str, decoupled: bool, scales: tuple[float, float]) -> dict[str, UnitCost]:
-    steady, single = McaBatch(STEADY_ITERATIONS), McaBatch(1)
+def _simulate(
+    todo: dict[str, Unit], mcpu: str, decoupled: bool, scales: tuple[float, float], ooo_issue: int = 0
+) -> dict[str, UnitCost]:
+    steady, single = McaBatch(STEADY_ITERATIONS, info=ooo_issue > 0), McaBatch(1)
     plans: dict[str, tuple[Unit, list[str], list[str]]] = {}
     for n, (key, unit) in enumerate(todo.items()):
         split = decoupled and not needs_coupling(unit.body + unit.context)
@@ -254,7 +266,9 @@ def _simulate(todo: dict[str, Unit], mcpu: str, decoupled: bool, scales: tuple[f
 
     out: dict[str, UnitCost] = {}
     for n, (key, (unit, first, second)) in enumerate(plans.items()):
-        if unit.kind == "loop":
+        if unit.kind == "loop" and ooo_issue:
+            value = _out_of_order(n, first, steady, scales, ooo_issue)
+        elif unit.kind == "loop":
             per_stream = [(scaled(f"u{n}{s}2", s) - scaled(f"u{n}{s}1", s)) / STEADY_ITERATIONS for s in first]
             value = max(per_stream, default=0.0)
         else:
@@ -264,6 +278,55 @@ def _simulate(todo: dict[str, Unit], mcpu: str, decoupled: bool, scales: tuple[f
         unsupported = sum(1 for seg in unit.body for i in seg.insns if _unsupported(i, bad))
         out[key] = UnitCost(value + unsupported * UNSUPPORTED_COST, unsupported)
     return out
+
+
+def _out_of_order(n: int, names: list[str], steady: McaBatch, scales: tuple[float, float], issue: int) -> float:
+    """Cycles per iteration of loop unit n on an out-of-order core: the slowest of its resource throughput
+    per stream (the X60 model's resources, scaled), its issue width, and its loop-carried dependences."""
+    bounds, total = [0.0], 0
+    for s in names:
+        rthru, latencies = steady.summaries.get(f"u{n}{s}1", (0.0, []))
+        lines = [x for x in steady.regions[f"u{n}{s}1"] if not x.startswith("#")]
+        bounds.append(rthru * {"s": scales[0], "v": scales[1]}.get(s, 1.0))
+        if len(latencies) == len(lines):
+            bounds.append(recurrence(lines, latencies))
+        total += len(lines)
+    return max(*bounds, total / issue)
+
+
+_REG_RE = re.compile(r"^(?:ra|sp|gp|tp|t[0-6]|s\d+|a[0-7]|f[tsa]\d+|x\d+|f\d+|v\d+)$")
+# Instructions whose first operand is read, not written: stores (scalar, vector, segment) and branches.
+_NO_DEST = re.compile(
+    r"^(?:c\.)?(?:s[bhwd]|fs[hwd]|vs(?:e\d+|se\d+|[uo]xei\d+|\dr|m|seg\d+e\d+|sseg\d+e\d+|[uo]xseg\d+ei\d+)\.v"
+    r"|b(?:eq|ne|lt|ge|ltu|geu|eqz|nez|lez|gez|ltz|gtz|gt|le|gtu|leu)|j|jr|ret)$"
+)
+_ACCUMULATES = re.compile(r"^v\w*(?:macc|msac|madd|msub)\.")  # read their destination too
+
+
+def _operands(line: str) -> tuple[str | None, list[str]]:
+    """(register written, registers read) of one instruction's text."""
+    mnemonic, _, ops = line.partition(" ")
+    regs = [r for op in re.split(r"[,()\s]+", ops) if _REG_RE.match(r := op.strip())]
+    first = ops.split(",")[0].strip()
+    if not regs or _NO_DEST.match(mnemonic) or first != regs[0]:
+        return None, regs
+    return regs[0], [*regs[1:], regs[0]] if _ACCUMULATES.match(mnemonic) else regs[1:]
+
+
+def recurrence(lines: list[str], latencies: list[int], repeats: int = 16) -> float:
+    """The loop-carried dependence chain per iteration, with unlimited resources: the body is replayed
+    `repeats` times, each instruction starting when its register sources are ready."""
+    ready: dict[str, float] = {}
+    ends: list[float] = []
+    operands = [_operands(line) for line in lines]
+    for _ in range(repeats):
+        for (dest, sources), lat in zip(operands, latencies, strict=True):
+            start = max((ready.get(r, 0.0) for r in sources), default=0.0)
+            if dest:
+                ready[dest] = start + lat
+        ends.append(max(ready.values(), default=0.0))
+    half = repeats // 2
+    return (ends[-1] - ends[half - 1]) / (repeats - half)
 
 
 def _unsupported(insn: Insn, bad: set[str]) -> bool:

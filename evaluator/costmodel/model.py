@@ -80,6 +80,7 @@ class Machine:
     peak_flops_per_cycle: float
     scalar_scale: float = 1.0
     vector_scale: float = 1.0
+    ooo_issue: int = 0  # > 0: an out-of-order core of this issue width (loops priced by throughput/recurrence)
 
 
 @cache
@@ -104,6 +105,7 @@ def machines() -> dict[str, Machine]:
             c.peak_flops_per_cycle,
             c.scalar_scale,
             c.vector_scale,
+            t.issue if t.out_of_order else 0,
         )
     return out
 
@@ -165,7 +167,9 @@ def model_kernel_breakdown(
     units, weights, traffic = costing_units(blocks.segments, blocks.ids, loops, blocks.traffic)
     cache = CostCache(cache_dir) if cache_dir is not None else None
     try:
-        costs, simulated = cost_units(units, target.mca_cpu, cache, decoupled, target.scalar_scale, target.vector_scale)
+        costs, simulated = cost_units(
+            units, target.mca_cpu, cache, decoupled, target.scalar_scale, target.vector_scale, target.ooo_issue
+        )
     finally:
         if cache:
             cache.close()

@@ -235,13 +235,18 @@ def test_qemu_argv_with_a_wrapper_script_works(binary: Builder, tmp_path: Path) 
 
 
 def test_x100_is_approximate_with_a_faster_scalar_side(binary: Builder, tmp_path: Path) -> None:
+    """Scalar code: at least the SPECint-per-GHz scale faster (out-of-order issue also hides its latency),
+    never beyond what twice the issue width and that scale allow; FMA-throughput-bound vector code: equal."""
     scalar, vector = binary("branchy", N=1024), binary("fma_peak", ACC=16)
-    for path, ratio in ((scalar, 4.0 / 7.5), (vector, 1.0)):
+    ratios = {}
+    for name, path in (("scalar", scalar), ("vector", vector)):
         x60 = model_kernel_cycles(path, qemu_argv(path), tmp_path)
         x100 = model_kernel_cycles(path, qemu_argv(path), tmp_path, mcpu="spacemit-x100")
         assert x100.approximate and not x60.approximate
         assert x100.model.startswith("spacemit-x100~spacemit-x60/")
-        assert x100.cycles / x60.cycles == pytest.approx(ratio, rel=0.05)
+        ratios[name] = x100.cycles / x60.cycles
+    assert 0.5 * 4.0 / 7.5 <= ratios["scalar"] <= 4.0 / 7.5 * 1.05
+    assert ratios["vector"] == pytest.approx(1.0, rel=0.05)
 
 
 def test_a100_runs_with_vlen_1024_and_is_approximate(binary: Builder, tmp_path: Path) -> None:

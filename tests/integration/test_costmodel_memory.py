@@ -93,3 +93,14 @@ def test_k1_and_k3_rank_recompute_and_materialize_differently(model: Model) -> N
     k3 = {m: model("recompute", "spacemit-x100", MATERIALIZE=m).cycles for m in (0, 1)}
     assert k1[0] < k1[1]
     assert k3[1] < k3[0]
+
+
+def test_the_out_of_order_x100_hides_latency_but_not_a_dependence_chain(model: Model) -> None:
+    """One sdot accumulator is latency-bound on the in-order X60 and not on the X100; a chain of dependent
+    FMAs (fma_peak ACC=1) is bound by its latency on both."""
+    k1 = {a: model("sdot", "spacemit-x60", LMUL=1, ACC=a, N=4096).cycles for a in (1, 4)}
+    k3 = {a: model("sdot", "spacemit-x100", LMUL=1, ACC=a, N=4096).cycles for a in (1, 4)}
+    assert k1[1] > 1.15 * k1[4]
+    assert k3[1] == pytest.approx(k3[4], rel=0.03)
+    chain = {m: model("fma_peak", m, ACC=1, ITERS=2000).cycles for m in ("spacemit-x60", "spacemit-x100")}
+    assert chain["spacemit-x100"] == pytest.approx(chain["spacemit-x60"], rel=0.02)  # 5 cycles per FMA on both

@@ -1,4 +1,5 @@
-"""Every task (bundled suite + EOK_TASK_DIRS): its reference passes its own harness on qemu k1-x60 and natively.
+"""Every task (bundled suite + EOK_TASK_DIRS): its reference passes its own harness on qemu k1-x60 and natively,
+and so does its competent baseline (the reference with the FP flags its tolerance allows) on qemu k1-x60.
 
 The evaluations run two at a time in one session fixture (the machine has two cores); each task then
 gets its own test result.
@@ -15,11 +16,14 @@ from core.settings import Settings, get_settings
 from evaluator.evaluate import Candidate, EvalResult, EvalStatus, Evaluator
 from evaluator.targets import load_target
 from evaluator.tasks import KernelTask, list_tasks
+from evaluator.toolchain import competent_cflags
 
 pytestmark = pytest.mark.qemu
 
 TASKS = list_tasks(get_settings())
 RUNNERS = {"qemu": "k1-x60", "native": "host"}
+# "competent": the reference with the flags its tolerance allows (the competent baseline), on qemu k1-x60
+TARGETS = {**RUNNERS, "competent": "k1-x60"}
 
 
 @pytest.fixture(scope="session")
@@ -29,15 +33,17 @@ def suite_results(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, s
 
     def evaluate(job: tuple[KernelTask, str]) -> tuple[tuple[str, str], EvalResult]:
         task, runner = job
-        cand = Candidate(code=task.reference_code, label="reference")
-        return (task.name, runner), evaluator.evaluate(task, load_target(RUNNERS[runner]), cand, runner, timing=False)
+        flags = competent_cflags(task) if runner == "competent" else []
+        cand = Candidate(code=task.reference_code, cflags=flags, label="reference")
+        run = "qemu" if runner == "competent" else runner
+        return (task.name, runner), evaluator.evaluate(task, load_target(TARGETS[runner]), cand, run, timing=False)
 
-    jobs = [(t, r) for t in TASKS for r in RUNNERS]
+    jobs = [(t, r) for t in TASKS for r in TARGETS]
     with ThreadPoolExecutor(max_workers=2) as pool:
         return dict(pool.map(evaluate, jobs))
 
 
-@pytest.mark.parametrize("runner", sorted(RUNNERS))
+@pytest.mark.parametrize("runner", sorted(TARGETS))
 @pytest.mark.parametrize("task", TASKS, ids=[t.name for t in TASKS])
 def test_reference_passes_its_own_harness(
     suite_results: dict[tuple[str, str], EvalResult], task: KernelTask, runner: str

@@ -17,8 +17,10 @@ from evaluator.costmodel.mca import (
     CostCache,
     Segment,
     Unit,
+    _operands,
     cost_units,
     needs_coupling,
+    recurrence,
     require_mca,
     streams,
 )
@@ -324,3 +326,18 @@ def test_short_vl_is_what_the_plugin_counted_beyond_the_full_runs() -> None:
     stats = MemoryStats(np.array([0x100], np.uint64), np.array([[10 * 32 + 2 * 5, 0, 0, 0, 0, 0, 0]]), 64)
     vls = _vector_lengths([seg, seg], list(addrs), [True, False], np.array([10, 2]), 256, stats)
     assert vls == [32.0, 5.0]  # 10 full strips of 32 elements, 2 tails of 5
+
+
+def test_operands_of_loads_stores_branches_and_accumulates() -> None:
+    assert _operands("vle32.v v8, (a4)") == ("v8", ["a4"])
+    assert _operands("vse32.v v12, (a4)") == (None, ["v12", "a4"])
+    assert _operands("vfmacc.vf v12, fa0, v8") == ("v12", ["fa0", "v8", "v12"])  # reads its accumulator
+    assert _operands("sd ra, 8(sp)") == (None, ["ra", "sp"])
+    assert _operands("bnez a1, .") == (None, ["a1"])
+
+
+def test_recurrence_is_the_loop_carried_chain() -> None:
+    body = ["vle32.v v8, (a0)", "vfmacc.vv v12, v8, v9", "addi a0, a0, 32", "bnez a1, ."]
+    assert recurrence(body, [3, 5, 1, 1]) == 5.0  # the accumulator: one FMA latency per iteration
+    independent = ["vle32.v v8, (a0)", "vfmul.vv v12, v8, v9", "addi a0, a0, 32", "bnez a1, ."]
+    assert recurrence(independent, [3, 5, 1, 1]) == 1.0  # only the pointer increment carries over

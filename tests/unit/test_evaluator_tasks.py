@@ -120,6 +120,18 @@ MALFORMED = {
         "args.x.gen",  # float pointer cannot hold q8_0 blocks
     ),
     "name_differs": (_replace('name = "mytask"', 'name = "other"'), "name"),
+    "zero_scale": (
+        _replace('kind = "in"\ncount = "n"', 'kind = "in"\ncount = "n"\nscales = [1.0, 0.0]'),
+        "args.x.scales",
+    ),
+    "specials_without_every": (
+        _replace('kind = "in"\ncount = "n"', 'kind = "in"\ncount = "n"\nspecials = [-inf]'),
+        "args.x.special_every",
+    ),
+    "every_one": (
+        _replace('kind = "in"\ncount = "n"', 'kind = "in"\ncount = "n"\nspecials = [nan]\nspecial_every = 1'),
+        "args.x.special_every",
+    ),
     "negative_tolerance": (_replace("rtol = 1e-5", "rtol = -1.0"), "tolerance.rtol"),
     # NaN / inf would only fail later, inside the generated harness
     "nan_range": (_replace("range = [-2.0, 2.0]", "range = [nan, 2.0]"), "args.a.range.0"),

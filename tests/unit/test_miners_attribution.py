@@ -111,3 +111,57 @@ def test_classifier_misses_vendor_backends_squashed_reviews_and_performance_bugs
     # ONNX Runtime's GPU kernels are kernel code (and GPU code)
     assert ONNXRUNTIME.kernel_arch("onnxruntime/contrib_ops/cuda/bert/attention_softmax.cu") == ""
     assert ONNXRUNTIME.kernel_arch("onnxruntime/core/providers/cuda/math/matmul.cc") == ""
+
+
+def test_ideas_group_close_thoughts_of_two_or_more_changes_and_grow_incrementally() -> None:
+    import numpy as np
+
+    from knowledge.taxonomy import Technique
+    from miners.distill import ThoughtFacts, group_ideas
+
+    T = Technique.MULTI_ACCUMULATOR
+
+    def fact(tid: str, change: str, idea: str = "idea:multi_accumulator") -> ThoughtFacts:
+        return ThoughtFacts(tid, T, "dot", "rvv", change, "r", idea, "", "")
+
+    def unit(*v: float) -> np.ndarray:
+        a = np.array(v, dtype="float32")
+        return a / np.linalg.norm(a)
+
+    facts = [fact("t1", "c1"), fact("t2", "c2"), fact("t3", "c3"), fact("t4", "c1")]
+    vecs = np.stack([unit(1, 0.1, 0), unit(1, 0, 0.1), unit(0, 1, 0), unit(0.1, 0, 1)])
+    groups = group_ideas(facts, vecs)
+    assert list(groups) == ["idea:multi_accumulator:c1"]  # t1 and t2: close, two changes
+    assert groups["idea:multi_accumulator:c1"].members == ["t1", "t2"] and groups["idea:multi_accumulator:c1"].changed
+    # Next run: the group is in the graph; a new close thought joins it, the id stays, far ones stay loose.
+    facts2 = [fact("t1", "c1", "idea:multi_accumulator:c1"), fact("t2", "c2", "idea:multi_accumulator:c1")]
+    facts2 += [fact("t5", "c5"), fact("t6", "c6")]
+    vecs2 = np.stack([unit(1, 0.1, 0), unit(1, 0, 0.1), unit(1, 0.05, 0.05), unit(0, 0, 1)])
+    again = group_ideas(facts2, vecs2)
+    assert list(again) == ["idea:multi_accumulator:c1"] and again["idea:multi_accumulator:c1"].members == [
+        "t1",
+        "t2",
+        "t5",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("vfmaq_f32(acc, a, b)", "vfmaq_f32 -> __riscv_vfmacc_vv_f32m1"),
+        ("vld1q_s8(p)", "vld1q_s8 -> __riscv_vle8_v_i8m1"),
+        ("_mm256_set1_ps(1.0f)", "_mm256_set1_ps -> __riscv_vfmv_v_f_f32m1"),
+        ("_mm512_loadu_pd(p)", "_mm512_loadu_pd -> __riscv_vle64_v_f64m1"),
+        ("svwhilelt_b32(i, n)", "svwhilelt_b32 -> __riscv_vsetvl_e32m1(n - i)"),
+        ("vaddvq_s32(v)", "vaddvq_s32 -> __riscv_vredsum_vs_i32m1_i32m1"),
+        ("vdotq_s32(acc, a, b)", "vdotq_s32 -> __riscv_vwmacc_vv_i16m2"),
+        ("vfmadd231pd %zmm0, %zmm1, %zmm2", "vfmadd231pd -> __riscv_vfmacc_vv_f64m1"),
+        ("xvmaddasp 0, 1, 2", "xvmaddasp -> __riscv_vfmacc_vv_f32m1"),
+    ],
+)
+def test_rvv_translation_table(code: str, expected: str) -> None:
+    from knowledge.rvv_translation import rvv_equivalents
+
+    got = rvv_equivalents(code)
+    assert len(got) == 1 and got[0].startswith(expected), got
+    assert rvv_equivalents("__riscv_vle32_v_f32m1(p, vl)") == []  # RVV code needs no translation

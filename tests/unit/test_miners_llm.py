@@ -55,3 +55,35 @@ def test_gives_up_and_reports(tmp_path: Path) -> None:
         d = _distiller(stub, tmp_path, retries=2)
         assert d.insights([_evidence("b" * 40)]) == {}
         assert stub.calls == 2 and "no valid reply" in d.failures[0]
+
+
+def test_idea_statements_are_validated_and_cached_by_their_evidence(tmp_path: Path) -> None:
+    from knowledge.taxonomy import Technique
+    from miners.distill import IdeaGroup, ThoughtFacts, idea_prompt
+
+    facts = {
+        f"t{i}": ThoughtFacts(
+            f"t{i}", Technique.MULTI_ACCUMULATOR, "dot", isa, f"c{i}", "r", "idea:multi_accumulator", why, "", what
+        )
+        for i, (isa, why, what) in enumerate(
+            [
+                ("rvv", "Four chains hide the vfmacc latency.", "ggml abc: faster q8_0 dot"),
+                ("neon", "Two accumulators halve the dependency chain.", "OpenBLAS def: sdot on A64FX"),
+            ]
+        )
+    }
+    group = IdeaGroup("idea:multi_accumulator:c0", Technique.MULTI_ACCUMULATOR, ["t0", "t1"], changed=True)
+    prompt = idea_prompt(group, facts)
+    assert "ggml abc: faster q8_0 dot [dot, rvv] Why: Four chains hide the vfmacc latency." in prompt
+    good = {
+        "title": "Independent accumulators hide FMA latency",
+        "statement": "Several independent accumulator chains keep the FMA pipeline busy.",
+        "applies_when": "Reductions such as dot products on in-order vector cores.",
+    }
+    with OpenAIStub() as stub:
+        stub.script(Reply.json({"title": "x"}), Reply.json(good))  # the first misses fields: asked again
+        out = _distiller(stub, tmp_path).idea_statements({group.id: prompt})
+        assert out[group.id].title == good["title"] and stub.calls == 2
+        assert "Changes:" in stub.requests[0]["messages"][1]["content"]
+        again = _distiller(stub, tmp_path).idea_statements({group.id: prompt})
+        assert again[group.id].statement == good["statement"] and stub.calls == 2  # cached

@@ -10,6 +10,10 @@ X60 facts behind the knobs (reference/riscv-k1-k3.md 3.2): vfmacc latency 5 at o
 m1 accumulator is latency bound; vfredusum costs 15-57 cycles, so `reduce` = "tree" (combine
 accumulators with vector ops, reduce once) and "fold" (halve LMUL down to m1 first) beat "inloop"
 (a reduction per chunk, the naive translation of the scalar loop).
+
+nrm2 accumulates the squares in f64 (vfwmacc into LMUL 2*lmul accumulators), as BLAS snrm2 must not
+overflow or underflow: a float's square always fits a double (1.2e77 at most, 2e-90 at least), so no
+scaling pass is needed; the task's inputs reach 1e30 and denormals (docs/TASKS.md, "Special values").
 """
 
 from __future__ import annotations
@@ -104,7 +108,10 @@ class ReductionFamily:
 
     def valid(self, task: KernelTask, target: TargetProfile, knobs: dict[str, KnobValue]) -> bool:
         lmul, acc = int(knobs["lmul"]), int(knobs["accumulators"])
-        inputs = len(pointers(task)) if classify(task) == "dot" else 1
+        op = classify(task)
+        inputs = len(pointers(task)) if op == "dot" else 1
+        if op == "nrm2":  # f64 accumulators take twice the registers, and LMUL 16 does not exist
+            return lmul <= 4 and (2 * acc + inputs) * lmul <= 32
         # the accumulators plus one chunk's loads must fit the 32 vector registers, or it spills
         return (acc + inputs) * lmul <= 32
 
@@ -126,11 +133,15 @@ class _Kernel:
         self.ins = [p.name for p in pointers(task)]
         self.s = f32(lmul)
         self.t = vf32(lmul)
+        # the accumulators: f32 at the loads' LMUL, or f64 at twice it for nrm2 (widening FMA)
+        self.ew, self.alm = (64, 2 * lmul) if op == "nrm2" else (32, lmul)
+        self.as_ = f"f{self.ew}m{self.alm}"
+        self.at = f"vfloat{self.ew}m{self.alm}_t"
 
     # --- the operation, per op
     @property
     def init(self) -> str:
-        return {"max": "-INFINITY", "min": "INFINITY"}.get(self.op, "0.0f")
+        return {"max": "-INFINITY", "min": "INFINITY", "nrm2": "0.0"}.get(self.op, "0.0f")
 
     def _term(self, loads: list[str], vl: str) -> str:
         """The vector each chunk contributes, for ops that add (used by inloop and asum)."""
@@ -138,7 +149,9 @@ class _Kernel:
             return f"__riscv_vfabs_v_{self.s}({loads[0]}, {vl})"
         if self.op == "dot":
             return f"__riscv_vfmul_vv_{self.s}({loads[0]}, {loads[1]}, {vl})"
-        if self.op in ("nrm2", "sumsq"):
+        if self.op == "nrm2":
+            return f"__riscv_vfwmul_vv_{self.as_}({loads[0]}, {loads[0]}, {vl})"
+        if self.op == "sumsq":
             return f"__riscv_vfmul_vv_{self.s}({loads[0]}, {loads[0]}, {vl})"
         return loads[0]
 
@@ -146,7 +159,9 @@ class _Kernel:
         """acc updated with one chunk (tail: tail-undisturbed, so lanes past vl keep their value)."""
         tu = "_tu" if tail else ""
         a, b = loads[0], loads[-1]
-        if self.op in ("dot", "nrm2", "sumsq"):
+        if self.op == "nrm2":
+            return f"__riscv_vfwmacc_vv_{self.as_}{tu}({acc}, {a}, {a}, {vl})"
+        if self.op in ("dot", "sumsq"):
             other = b if self.op == "dot" else a
             return f"__riscv_vfmacc_vv_{self.s}{tu}({acc}, {a}, {other}, {vl})"
         fn = {"max": "vfmax", "min": "vfmin"}.get(self.op, "vfadd")
@@ -156,14 +171,14 @@ class _Kernel:
 
     def combine(self, a: str, b: str) -> str:
         fn = {"max": "vfmax", "min": "vfmin"}.get(self.op, "vfadd")
-        return f"__riscv_{fn}_vv_{self.s}({a}, {b}, vlmax)"
+        return f"__riscv_{fn}_vv_{self.as_}({a}, {b}, vlmax)"
 
     @property
     def redfn(self) -> str:
         return {"max": "vfredmax", "min": "vfredmin"}.get(self.op, "vfredusum")
 
     def finish(self, value: str) -> str:
-        return f"sqrtf({value})" if self.op == "nrm2" else value
+        return f"(float)sqrt({value})" if self.op == "nrm2" else value
 
     # --- code
     def source(self) -> str:
@@ -209,7 +224,7 @@ class _Kernel:
 
     def _vector_acc(self) -> list[str]:
         out = [f"    const size_t vlmax = __riscv_vsetvlmax_e32m{self.lmul}();"]
-        out += [f"    {self.t} acc{a} = __riscv_vfmv_v_f_{self.s}({self.init}, vlmax);" for a in range(self.acc)]
+        out += [f"    {self.at} acc{a} = __riscv_vfmv_v_f_{self.as_}({self.init}, vlmax);" for a in range(self.acc)]
         out += self._main_loop(lambda a, names: f"acc{a} = {self.step(f'acc{a}', names, 'vlmax', False)};")
         out += self._tail_loop(lambda names: f"acc0 = {self.step('acc0', names, 'vl', True)};")
         width = self.acc
@@ -217,37 +232,38 @@ class _Kernel:
             half = width // 2
             out += [f"    acc{a} = {self.combine(f'acc{a}', f'acc{a + half}')};" for a in range(half)]
             width = half
-        lmul, var = self.lmul, "acc0"
+        lmul, var, e = self.alm, "acc0", self.ew
         if self.reduce == "fold":
             fn = {"max": "vfmax", "min": "vfmin"}.get(self.op, "vfadd")
             while lmul > 1:  # halve the register group: cheaper reductions at smaller LMUL
                 half = lmul // 2
-                lo = f"__riscv_vget_v_f32m{lmul}_f32m{half}({var}, 0)"
-                hi = f"__riscv_vget_v_f32m{lmul}_f32m{half}({var}, 1)"
+                lo = f"__riscv_vget_v_f{e}m{lmul}_f{e}m{half}({var}, 0)"
+                hi = f"__riscv_vget_v_f{e}m{lmul}_f{e}m{half}({var}, 1)"
                 out.append(
-                    f"    vfloat32m{half}_t fold{half} = __riscv_{fn}_vv_f32m{half}({lo}, {hi}, "
-                    f"__riscv_vsetvlmax_e32m{half}());"
+                    f"    vfloat{e}m{half}_t fold{half} = __riscv_{fn}_vv_f{e}m{half}({lo}, {hi}, "
+                    f"__riscv_vsetvlmax_e{e}m{half}());"
                 )
                 var, lmul = f"fold{half}", half
         out += [
-            f"    const vfloat32m1_t seed = __riscv_vfmv_v_f_f32m1({self.init}, 1);",
-            f"    const vfloat32m1_t red = __riscv_{self.redfn}_vs_f32m{lmul}_f32m1({var}, seed, "
-            f"__riscv_vsetvlmax_e32m{lmul}());",
-            f"    return {self.finish('__riscv_vfmv_f_s_f32m1_f32(red)')};",
+            f"    const vfloat{e}m1_t seed = __riscv_vfmv_v_f_f{e}m1({self.init}, 1);",
+            f"    const vfloat{e}m1_t red = __riscv_{self.redfn}_vs_f{e}m{lmul}_f{e}m1({var}, seed, "
+            f"__riscv_vsetvlmax_e{e}m{lmul}());",
+            f"    return {self.finish(f'__riscv_vfmv_f_s_f{e}m1_f{e}(red)')};",
         ]
         return out
 
     def _inloop(self) -> list[str]:
         """A horizontal reduction of every chunk into a one-lane running value (chained per accumulator)."""
         out = [f"    const size_t vlmax = __riscv_vsetvlmax_e32m{self.lmul}();"]
-        out += [f"    vfloat32m1_t acc{a} = __riscv_vfmv_v_f_f32m1({self.init}, 1);" for a in range(self.acc)]
-        red = f"__riscv_{self.redfn}_vs_{self.s}_f32m1"
+        e = self.ew
+        out += [f"    vfloat{e}m1_t acc{a} = __riscv_vfmv_v_f_f{e}m1({self.init}, 1);" for a in range(self.acc)]
+        red = f"__riscv_{self.redfn}_vs_{self.as_}_f{e}m1"
         out += self._main_loop(lambda a, names: f"acc{a} = {red}({self._term(names, 'vlmax')}, acc{a}, vlmax);")
         out += self._tail_loop(lambda names: f"acc0 = {red}({self._term(names, 'vl')}, acc0, vl);")
         fn = {"max": "fmaxf", "min": "fminf"}.get(self.op)
-        total = "__riscv_vfmv_f_s_f32m1_f32(acc0)"
+        total = f"__riscv_vfmv_f_s_f{e}m1_f{e}(acc0)"
         for a in range(1, self.acc):
-            term = f"__riscv_vfmv_f_s_f32m1_f32(acc{a})"
+            term = f"__riscv_vfmv_f_s_f{e}m1_f{e}(acc{a})"
             total = f"{fn}({total}, {term})" if fn else f"({total} + {term})"
         out.append(f"    return {self.finish(total)};")
         return out

@@ -1,7 +1,9 @@
 #include <math.h>
 
-/* Euclidean norm. The double accumulator makes this reference the accurate answer the tolerance is
-   measured against; inputs are bounded, so the overflow-avoiding scaling of BLAS snrm2 is not needed. */
+/* Euclidean norm without overflow or underflow, as BLAS snrm2 promises. BLAS reaches it by scaling
+   (LAPACK's snrm2 keeps three sums of squares at different scales); for float inputs a double
+   accumulator is just as safe (every float's square is an ordinary double) and is the accurate answer
+   the tolerance is measured against. */
 float snrm2(int n, const float *x)
 {
     double acc = 0.0;
