@@ -72,11 +72,18 @@ class RunState:
     llm_calls: int = 0
     llm_tokens: int = 0
     idle_steps: int = 0  # steps in a row that evaluated nothing (duplicates, exhausted thoughts)
+    # competent / plain speedup: the same for every candidate of the task (plain / competent baseline time)
+    competent_ratio: float | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def best_speedup(self) -> float | None:
         return self.best.speedup if self.best else None
+
+    @property
+    def best_competent_speedup(self) -> float | None:
+        best = self.best_speedup
+        return best * self.competent_ratio if best and self.competent_ratio else None
 
 
 class Optimizer:
@@ -359,6 +366,23 @@ class Optimizer:
         job = EvalJob(state.task, state.target, state.runner, Candidate(code=gen.code, cflags=gen.cflags))
         return self.executor.submit(job).result()
 
+    def _gate(self, state: RunState, gen: Generated, result: EvalResult | None, parent: Parent) -> EvalResult | None:
+        """Held-out sizes and seeds before a result may count as a success or become the run's best.
+
+        Only results that would count are re-verified (correctness only), so the gate costs little; one
+        that fails gets GENERALIZATION_FAILED, no speedup, and never raises a thought's effectiveness.
+        """
+        if result is None or not result.ok or not result.speedup:
+            return result
+        counts = is_success(True, result.speedup, parent.speedup) or result.speedup > (state.best_speedup or 0)
+        if not counts:
+            return result
+        cand = Candidate(code=gen.code, cflags=gen.cflags, label="gate")
+        gate = self.evaluator.verify_generalization(state.task, state.target, cand, state.runner)
+        if gate.ok:
+            return result
+        return result.model_copy(update={"status": gate.status, "speedup": None, "feedback": gate.feedback})
+
     def _record(
         self,
         state: RunState,
@@ -370,6 +394,7 @@ class Optimizer:
         step: int,
         emit: EventSink,
     ) -> None:
+        result = self._gate(state, gen, result, parent)
         status = ExperienceStatus(result.status.value) if result else ExperienceStatus.GENERATION_ERROR
         speedup = result.speedup if result and result.ok else None
         success = is_success(status == ExperienceStatus.OK, speedup, parent.speedup)
@@ -400,6 +425,8 @@ class Optimizer:
             summary=_summary(card, gen, status, speedup, state.task.name),
         )
         with state.lock:
+            if speedup and exp.competent_speedup:
+                state.competent_ratio = exp.competent_speedup / speedup
             improves = bool(speedup and speedup > (state.best_speedup or 0))
             self.recorder.record(exp, success, parent.speedup, improves, gen.llm_calls, gen.llm_tokens)
             if card:
@@ -431,6 +458,7 @@ class Optimizer:
                 direction=d.direction.idea_id,
                 status=status.value,
                 speedup=speedup,
+                competent_speedup=exp.competent_speedup,
                 experience_id=exp.id,
                 message=f"{card.technique.value if card else 'transfer'}: {gen.description}"[:300],
             )
@@ -443,6 +471,7 @@ class Optimizer:
             evaluations=len(state.history),
             budget=state.run.budget,
             best_speedup=state.best_speedup,
+            best_competent_speedup=state.best_competent_speedup,
             **kw,
         )  # type: ignore[arg-type]
 

@@ -29,9 +29,11 @@ class ProgressEvent(BaseModel):
     direction: str | None = None
     evaluations: int = 0
     budget: int = 0
-    best_speedup: float | None = None
+    best_speedup: float | None = None  # over the plain baseline (clang -O3)
+    best_competent_speedup: float | None = None  # the same kernel over the competent baseline
     status: str | None = None  # status of the candidate just evaluated
     speedup: float | None = None
+    competent_speedup: float | None = None
     experience_id: str | None = None
     message: str = ""
     at: datetime = Field(default_factory=utcnow)

@@ -73,14 +73,17 @@ def keep_loopback_addresses() -> None:
     services.resolve_ip_for_localhost = resolve
 
 
-def _quiet_ray_environment() -> None:
+def _ray_environment() -> None:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage reporting from a closed network
     os.environ.setdefault("RAY_SCHEDULER_EVENTS", "0")  # no autoscaler tips on the user's terminal
+    # A raylet on a busy machine (a board farm's head, a 2-core laptop) can take over Ray's default 30 s
+    # to register; waiting longer beats a node that gives up on its own start.
+    os.environ.setdefault("RAY_raylet_start_wait_time_s", "120")
 
 
 def ray_connect(address: str) -> None:
     """Join the cluster at `address` (host:port, `auto`, or ray://host:port) as a driver."""
-    _quiet_ray_environment()
+    _ray_environment()
     try:
         import ray
     except ImportError as e:
@@ -239,7 +242,7 @@ def node_start_args(
 
 def start_node(args: list[str], boards: Sequence[Board]) -> int:
     """Run `ray start ARGS` in this process (so the loopback rule applies); returns its exit code."""
-    _quiet_ray_environment()
+    _ray_environment()
     by_target: dict[str, str] = {}
     for b in boards:
         if b.target in by_target:

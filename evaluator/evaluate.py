@@ -17,10 +17,13 @@ import contextlib
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import signal
+import statistics
 import tempfile
 import time
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
@@ -30,7 +33,7 @@ from pydantic import BaseModel, Field
 
 from core.errors import EokError
 from core.settings import Settings, get_settings
-from evaluator import harness, safety
+from evaluator import harness, safety, verdict
 from evaluator.runners import Runner, get_runner
 from evaluator.runners.qemu import QemuRunner, model_available, model_cache_dir
 from evaluator.sandbox import OOM_MARKER, Limits, RunOutput
@@ -45,8 +48,15 @@ from evaluator.toolchain import (
     competent_cflags,
     compiler_version,
 )
+from evaluator.verdict import looks_forged
 
 BASELINE_CACHE_VERSION = "2"
+MODEL_CALLS = 2  # timed calls in the modeled run, each on fresh inputs: the cycles are their mean
+WARMUP_CALLS = 2  # untimed-for-the-median calls before the timed ones on a board or this host
+TIMED_ID, BASE_ID = 1000, 2000  # call ids of timed calls and of the baseline's cached modeled calls
+TIMED_BYTES = 64 << 20  # inputs of all timed calls together on a board or this host, at most
+DATA_DEPENDENT_SPREAD = 0.005  # baseline cycles differing more between two inputs: model it per evaluation
+EXIT_FAULT = 87  # the harness's exit code after a fault in a guard page or a read-only input
 
 
 class EvalStatus(StrEnum):
@@ -56,6 +66,11 @@ class EvalStatus(StrEnum):
     TIMEOUT = "timeout"
     CRASHED = "crashed"
     REJECTED = "rejected"
+    STATE_ACROSS_CALLS = "state_across_calls"  # right alone, wrong after other calls in the same process
+    INVALID_OUTPUT = "invalid_output"  # the result stream is not the harness's (printed, forged, cut short)
+    SANDBOX_VIOLATION = "sandbox_violation"  # touched a guard page or wrote a read-only input
+    MEMORY = "memory"  # hit the memory limit
+    GENERALIZATION_FAILED = "generalization_failed"  # wrong on held-out sizes and seeds (the agent's gate)
 
 
 class Candidate(BaseModel):
@@ -124,6 +139,28 @@ class _Stop(Exception):
         self.result = result
 
 
+@dataclass
+class _Session:
+    """The calls of one evaluation and what the trusted side expects of them."""
+
+    check: list[verdict.Call]
+    timed: list[verdict.Call] = field(default_factory=list)
+    base_calls: list[verdict.Call] = field(default_factory=list)  # the baseline's modeled run, when not cached
+    base_key: str = ""
+    base_model: dict[str, Any] | None = None
+    expected: dict[int, verdict.Expected] = field(default_factory=dict)
+    stats: verdict.Stats = field(default_factory=verdict.Stats)
+
+    def all_calls(self) -> list[verdict.Call]:
+        return [*self.check, *self.timed, *self.base_calls]
+
+
+def _timed_count(task: KernelTask) -> int:
+    """Timed calls on a board or this host: 21, fewer when the bench size is large (each has own inputs)."""
+    bench_bytes = sum(task.counts[task.bench_index][p.name] * p.type.size for p in task.buffers) or 1
+    return max(5, min(21, TIMED_BYTES // bench_bytes))
+
+
 class Evaluator:
     """Evaluates candidates for (task, target, runner). Thread-safe: every evaluation has its own dir."""
 
@@ -163,9 +200,10 @@ class Evaluator:
         build: Build | None = None
         try:
             build = self._prepare(task, target, candidate, run, workdir, result)
-            self._check(task, target, run, build, result)
+            session = self._session(task, target, run, timing)
+            self._check(task, target, run, build, result, session)
             if timing:
-                self._time(task, target, run, build, result)
+                self._time(task, target, run, build, result, session)
             else:
                 result.feedback = f"correct on {result.sizes_checked} sizes (not timed)"
         except _Stop as stop:
@@ -174,6 +212,7 @@ class Evaluator:
             if build is not None:
                 with contextlib.suppress(Exception):
                     run.release(build)
+                    run.release(build.trusted_build())
             if not self.keep_workdirs:
                 shutil.rmtree(workdir, ignore_errors=True)
         result.duration_s = time.monotonic() - t0
@@ -202,7 +241,54 @@ class Evaluator:
             _atomic_write(path, result.model_dump_json(indent=1))
         return result
 
+    def verify_generalization(
+        self, task: KernelTask, target: TargetProfile, candidate: Candidate, runner: str | Runner | None = None
+    ) -> EvalResult:
+        """The held-out gate: correctness (no timing) on sizes and seeds never shown during a search.
+
+        `ok`, or GENERALIZATION_FAILED with the reason; sizes the task cannot take are skipped.
+        """
+        bench_bytes = sum(task.counts[task.bench_index][p.name] * p.type.size for p in task.buffers)
+        budget = min(max(8 * bench_bytes, 1 << 20), (self.settings.eval_memory_mb << 20) // 4)
+        held = verdict.heldout_sizes(task, target.vlen, budget)
+        if not held:
+            return EvalResult(status=EvalStatus.OK, task=task.name, feedback="no held-out size fits this task")
+        shown = task.model_copy(update={"sizes": held, "counts": [verdict.counts_at(task, z) for z in held]})
+        shown = shown.model_copy(update={"bench_index": len(held) - 1})
+        try:
+            r = self.evaluate(shown, target, candidate, runner, timing=False)
+        except EokError as e:  # the reference cannot take these sizes: not the candidate's fault
+            return EvalResult(status=EvalStatus.OK, task=task.name, feedback=f"held-out sizes skipped: {e.message}")
+        if r.ok:
+            return _with(r, feedback=f"correct on {len(held)} held-out sizes")
+        sizes = "; ".join(_size_text(z) for z in held)
+        return _with(
+            r,
+            status=EvalStatus.GENERALIZATION_FAILED,
+            feedback=f"generalization failed on held-out sizes ({sizes}): {r.feedback}"[:1000],
+        )
+
     # ------------------------------------------------------------------------------------- stages
+
+    def _session(self, task: KernelTask, target: TargetProfile, run: Runner, timing: bool) -> _Session:
+        """Every call this evaluation will make: check calls, timed calls, the baseline's if not cached."""
+        secret = verdict.secret_seed()
+        session = _Session(check=verdict.check_calls(task, secret))
+        if not timing:
+            return session
+        bench = task.sizes[task.bench_index]
+        if run.measurement != "modeled":
+            n = WARMUP_CALLS + _timed_count(task)
+            session.timed = verdict.fresh_calls(task, bench, secret, n, first_id=TIMED_ID)
+            return session
+        if not (isinstance(run, QemuRunner) and target.cost_model and model_available()):
+            return session
+        session.timed = verdict.fresh_calls(task, bench, secret, MODEL_CALLS, first_id=TIMED_ID)
+        session.base_key = f"{self._baseline_key(task, target, run)}-model"
+        session.base_model = self._cached_json(session.base_key)
+        if session.base_model is None:  # fixed inputs: the cached baseline is reproducible
+            session.base_calls = verdict.fresh_calls(task, bench, self.seed, MODEL_CALLS, first_id=BASE_ID)
+        return session
 
     def _runner(self, runner: str | Runner | None, target: TargetProfile) -> Runner:
         if runner is None:
@@ -258,83 +344,236 @@ class Evaluator:
             raise _Stop(_with(result, status=EvalStatus.REJECTED, feedback=f"rejected: {text}"))
         return build
 
-    def _check(self, task: KernelTask, target: TargetProfile, run: Runner, build: Build, result: EvalResult) -> None:
+    def _check(
+        self,
+        task: KernelTask,
+        target: TargetProfile,
+        run: Runner,
+        build: Build,
+        result: EvalResult,
+        session: _Session,
+    ) -> None:
+        """Every size against the reference, on inputs no candidate could know in advance."""
         t = time.monotonic()
-        out = run.execute(build, ["check", str(self.seed)], target, self._limits())
+        self._generate(task, target, run, build, result, session)
+        calls = session.check
+        got = self._run_calls(task, target, run, build, calls, "check", result, session)
         result.stages_s["check"] = time.monotonic() - t
-        record = _record(out, "check")
-        if record is None:
-            raise _Stop(_run_failure(result, out, "correctness check"))
-        result.max_error = _num(record.get("max_abs_err"))
-        result.norm_error = _num(record.get("norm_err"))
-        result.sizes_checked = int(record.get("sizes_checked", 0))
-        result.reference_nonzero = {str(k): int(v) for k, v in (record.get("ref_nonzero") or {}).items()}
-        if not record.get("ok"):
-            raise _Stop(_with(result, status=EvalStatus.WRONG, feedback=_wrong_feedback(task, record)))
+        self._judge(task, target, run, build, calls, got, "the correctness check", result, session)
+        last = session.expected[calls[-1].id]
+        result.sizes_checked = len(task.sizes)
+        nonzero = dict(session.stats.ref_nonzero)
+        if task.return_type != "void":
+            nonzero = {"return": verdict.ret_nonzero(task, last), **nonzero}
+        result.reference_nonzero = nonzero
+        result.max_error = session.stats.max_abs_err
+        result.norm_error = session.stats.norm_err
 
-    def _time(self, task: KernelTask, target: TargetProfile, run: Runner, build: Build, result: EvalResult) -> None:
+    def _generate(
+        self,
+        task: KernelTask,
+        target: TargetProfile,
+        run: Runner,
+        build: Build,
+        result: EvalResult,
+        session: _Session,
+    ) -> None:
+        """One run of the trusted binary: inputs and expected outputs of every call of this evaluation."""
+        calls = session.all_calls()
+        gen = verdict.generation_plan(calls)
+        plan = build.workdir / "plan.gen"
+        verdict.write_plan(plan, task, gen, with_seed=True)
+        out = run.execute(build.trusted_build(), ["gen", plan.name], target, self._io_limits(task, gen, 2))
+        plan.unlink()  # the seeds never stay where a candidate's process could read them
+        if out.returncode != 0 or out.timed_out or out.flooded:
+            detail = (out.stderr.strip().splitlines() or ["no message"])[-1][:200]
+            raise EokError(
+                f"the trusted harness (reference of {task.name}) failed: {detail}",
+                "the task's reference or spec is at fault, not the candidate: check it with `eok tasks check`",
+            )
+        try:
+            session.expected = verdict.expected_from(task, calls, out.stdout_bytes)
+        except (verdict.Malformed, RuntimeError, KeyError) as e:
+            raise EokError(f"the trusted harness wrote an unreadable result: {e}", "rerun; report it") from None
+        inputs = build.workdir / "in"
+        inputs.mkdir(exist_ok=True)
+        inputs.chmod(0o755)
+        for call_id, exp in session.expected.items():
+            (inputs / f"{call_id}.bin").write_bytes(exp.image)
+
+    def _io_limits(self, task: KernelTask, calls: list[verdict.Call], copies: int) -> Limits:
+        """The run's limits, with room on stdout for `copies` images of every call's buffers."""
+        per_buffer = 16 + 4096 + 256  # zone lengths, page rounding, canaries
+        need = copies * sum(
+            2 * verdict.FRAME_HEAD.size
+            + 8 * (len(task.scalars) + 1)
+            + sum(c.counts[p.name] * p.type.size + per_buffer for p in task.buffers)
+            for c in calls
+        )
+        return replace(self._limits(), output_bytes=need + (64 << 10), flood_bytes=2 * need + (1 << 20))
+
+    def _run_calls(
+        self,
+        task: KernelTask,
+        target: TargetProfile,
+        run: Runner,
+        build: Build,
+        calls: list[verdict.Call],
+        name: str,
+        result: EvalResult,
+        session: _Session,
+        *,
+        trusted: bool = False,
+    ) -> RunOutput:
+        plan = build.workdir / f"plan.{name}"
+        verdict.write_plan(plan, task, calls, with_seed=False)
+        which = build.trusted_build() if trusted else build
+        return run.execute(which, ["run", plan.name], target, self._io_limits(task, calls, 1))
+
+    def _judge(
+        self,
+        task: KernelTask,
+        target: TargetProfile,
+        run: Runner,
+        build: Build,
+        calls: list[verdict.Call],
+        out: RunOutput,
+        stage: str,
+        result: EvalResult,
+        session: _Session,
+        stream: bytes | None = None,
+    ) -> dict[int, verdict.Got]:
+        """The candidate's outputs of `calls` against the reference; stops the cascade on any failure.
+
+        Calls that finished are compared first (in plan order), then how the process ended is judged.
+        """
+        got, problem = verdict.scan_results(task, calls, out.stdout_bytes if stream is None else stream)
+        for i, call in enumerate(calls):
+            if call.id not in got:
+                break
+            failure = verdict.compare(task, call, got[call.id], session.expected[call.id], session.stats)
+            if failure is None:
+                continue
+            feedback = _wrong_feedback(task, failure)
+            if i > 0 and self._right_alone(task, target, run, build, call, session):
+                raise _Stop(
+                    _with(
+                        result,
+                        status=EvalStatus.STATE_ACROSS_CALLS,
+                        feedback=f"state across calls: right when called first, but after {i} earlier call(s) "
+                        f"in the same process {feedback.removeprefix('wrong ')}; keep no state between calls",
+                    )
+                )
+            raise _Stop(_with(result, status=EvalStatus.WRONG, feedback=feedback + _in_stage(stage)))
+        fault = next((ln for ln in out.stderr.splitlines() if ln.startswith("eok: fault: ")), None)
+        if fault and out.returncode == EXIT_FAULT:
+            raise _Stop(_with(result, status=EvalStatus.SANDBOX_VIOLATION, feedback=_fault_feedback(fault, calls)))
+        if out.timed_out or out.flooded or out.returncode != 0:
+            raise _Stop(_run_failure(result, out, stage, _where(out.stderr, calls, session.check)))
+        if problem:
+            raise _Stop(_invalid(result, out, problem))
+        if len(got) != len(calls):
+            reason = f"the process ended after {len(got)} of {len(calls)} calls (exit() in the kernel?)"
+            raise _Stop(_invalid(result, out, reason))
+        if stream is None and looks_forged(out.stdout):
+            raise _Stop(_invalid(result, out, "printed a result record"))
+        return got
+
+    def _right_alone(
+        self,
+        task: KernelTask,
+        target: TargetProfile,
+        run: Runner,
+        build: Build,
+        call: verdict.Call,
+        session: _Session,
+    ) -> bool:
+        """Whether the candidate gets `call` right as the first call of a fresh process."""
+        alone = self._run_calls(task, target, run, build, [call], "alone", EvalResult(status=EvalStatus.OK), session)
+        try:
+            got = verdict.results_from(task, [call], alone.stdout_bytes)
+        except verdict.Malformed:
+            return False
+        if alone.returncode != 0 or call.id not in got:
+            return False
+        return verdict.compare(task, call, got[call.id], session.expected[call.id], verdict.Stats()) is None
+
+    def _time(
+        self,
+        task: KernelTask,
+        target: TargetProfile,
+        run: Runner,
+        build: Build,
+        result: EvalResult,
+        session: _Session,
+    ) -> None:
         t = time.monotonic()
         result.competent_cflags = competent_cflags(task)
         try:
             if run.measurement == "modeled":
-                self._time_modeled(task, target, run, build, result)
+                self._time_modeled(task, target, run, build, result, session)
             else:
-                self._time_measured(task, run, target, build, result)
+                self._time_measured(task, target, run, build, result, session)
         finally:
             result.stages_s["timing"] = time.monotonic() - t
         result.feedback = _ok_feedback(result)
 
     def _time_modeled(
-        self, task: KernelTask, target: TargetProfile, run: Runner, build: Build, result: EvalResult
+        self,
+        task: KernelTask,
+        target: TargetProfile,
+        run: Runner,
+        build: Build,
+        result: EvalResult,
+        session: _Session,
     ) -> None:
+        """Modeled cycles: the mean over every timed call, each on fresh inputs and each checked."""
         if not isinstance(run, QemuRunner) or not target.cost_model:
             result.feedback = "correct; this target has no cost model, so there is no timing"
             return
         if not model_available():
             result.feedback = "correct; the cost model (evaluator/costmodel/) is not installed, so no timing"
             return
-        key = f"{self._baseline_key(task, target, run)}-model"
-        base = self._cached_json(key)
         try:
+            base = session.base_model
             if base is None:
-                base = self._model(run, build, target, "base").model_dump()
-                _atomic_write(self.baseline_dir / f"{key}.json", json.dumps(base))
-            cand = self._model(run, build, target, "cand")
+                base = self._model_baseline(task, run, build, target, session)
+                _atomic_write(self.baseline_dir / f"{session.base_key}.json", json.dumps(base))
+            if base.get("spread", 0.0) > DATA_DEPENDENT_SPREAD:
+                # The baseline's cycles depend on its inputs: model both on this evaluation's inputs too.
+                base = {**base, "cycles": self._model(task, run, build, target, session.timed, "run")["cycles"]}
+                if base.get("comp_cycles"):
+                    base["comp_cycles"] = self._model(task, run, build, target, session.timed, "comp")["cycles"]
+            cand = self._model(task, run, build, target, session.timed, "cand")
+        except _region_mismatch() as e:
+            raise _Stop(_with(result, status=EvalStatus.INVALID_OUTPUT, feedback=f"invalid output: {e}")) from None
         except EokError as e:
             result.feedback = f"correct; modeled timing failed: {e.message}"
             return
+        out = RunOutput(argv=[], returncode=0, stdout="", stderr="", wall_s=0.0)
+        self._judge(task, target, run, build, session.timed, out, "the timed run", result, session, cand["stream"])
         clock = target.clock_ghz * 1e9
         result.measurement = "modeled"
         result.baseline_cycles = float(base["cycles"])
-        result.candidate_cycles = cand.cycles
+        result.candidate_cycles = float(cand["cycles"])
         result.baseline_seconds = result.baseline_cycles / clock if clock else None
-        result.candidate_seconds = cand.cycles / clock if clock else None
-        result.speedup = result.baseline_cycles / cand.cycles if cand.cycles > 0 else None
-        result.model = cand.model
-        result.approximate = cand.approximate or bool(base.get("approximate"))
-        result.bound = cand.bound
-        result.flops_per_cycle = cand.flops_per_cycle
-        result.bytes_per_cycle = cand.bytes_per_cycle
-        result.dram_bytes_per_cycle = cand.dram_bytes_per_cycle
-        result.peak_flops_per_cycle = cand.peak_flops_per_cycle
-        result.peak_dram_bytes_per_cycle = cand.peak_dram_bytes_per_cycle
-        comp = self._competent_model(task, target, run, build, key)
-        if comp is not None and cand.cycles > 0:
-            comp = min(comp, result.baseline_cycles)  # flags that slow the reference down go unused
+        result.candidate_seconds = result.candidate_cycles / clock if clock else None
+        result.speedup = result.baseline_cycles / result.candidate_cycles if result.candidate_cycles > 0 else None
+        timing = cand["timing"]
+        result.model = timing.model
+        result.approximate = timing.approximate or bool(base.get("approximate"))
+        result.bound = timing.bound
+        result.flops_per_cycle = timing.flops_per_cycle
+        result.bytes_per_cycle = timing.bytes_per_cycle
+        result.dram_bytes_per_cycle = timing.dram_bytes_per_cycle
+        result.peak_flops_per_cycle = timing.peak_flops_per_cycle
+        result.peak_dram_bytes_per_cycle = timing.peak_dram_bytes_per_cycle
+        comp = base.get("comp_cycles")
+        if comp and result.candidate_cycles > 0:
+            comp = min(float(comp), result.baseline_cycles)  # flags that slow the reference down go unused
             result.competent_cycles = comp
             result.competent_seconds = comp / clock if clock else None
-            result.competent_speedup = comp / cand.cycles
-
-    def _competent_model(
-        self, task: KernelTask, target: TargetProfile, run: QemuRunner, build: Build, key: str
-    ) -> float | None:
-        """Modeled cycles of the competent baseline, once it passed the task's check; cached on disk."""
-        cached = self._cached_json(f"{key}-comp")
-        if cached is None:
-            ok = self._competent_correct(task, target, run)
-            cached = {"cycles": self._model(run, build, target, "comp").cycles if ok else None}
-            _atomic_write(self.baseline_dir / f"{key}-comp.json", json.dumps(cached))
-        return float(cached["cycles"]) if cached.get("cycles") else None
+            result.competent_speedup = comp / result.candidate_cycles
 
     def _competent_correct(self, task: KernelTask, target: TargetProfile, run: Runner) -> bool:
         """The competent flags change rounding; a baseline is quoted only if it meets the task's tolerance."""
@@ -346,36 +585,116 @@ class Evaluator:
         _atomic_write(path, json.dumps({"ok": ok}))
         return ok
 
-    def _model(self, run: QemuRunner, build: Build, target: TargetProfile, which: str) -> Any:
+    def _model_baseline(
+        self, task: KernelTask, run: QemuRunner, build: Build, target: TargetProfile, session: _Session
+    ) -> dict[str, Any]:
+        """Both baselines' cycles on fixed inputs (cached); the plain one call per run to see how they vary."""
+        cycles = [self._model(task, run, build, target, [c], "run")["cycles"] for c in session.base_calls]
+        mean = sum(cycles) / len(cycles)
+        spread = (max(cycles) - min(cycles)) / mean if mean > 0 else 0.0
+        comp = None
+        if self._competent_correct(task, target, run):
+            comp = self._model(task, run, build, target, session.base_calls, "comp")["cycles"]
+        return {"cycles": mean, "spread": spread, "comp_cycles": comp}
+
+    def _model(
+        self,
+        task: KernelTask,
+        run: QemuRunner,
+        build: Build,
+        target: TargetProfile,
+        calls: list[verdict.Call],
+        mode: str,
+    ) -> dict[str, Any]:
+        """Cycles per call of `calls` under the cost model, its timing record, and the outputs the run wrote.
+
+        mode: run (plain baseline) or comp (competent baseline) of the trusted binary, or cand.
+        """
         from evaluator.costmodel import model_kernel_cycles
 
-        argv = run.model_argv(build, target, which, self._limits())
-        return model_kernel_cycles(
-            build.binary,
+        plan = build.workdir / f"plan.model-{mode}"
+        verdict.write_plan(plan, task, calls, with_seed=False)
+        # The run's uid may not write the work folder: its output file goes to a folder it may only add to.
+        outbox = build.workdir / f"outbox-{secrets.token_hex(8)}"
+        outbox.mkdir(mode=0o733)
+        outbox.chmod(0o733)
+        out_file = outbox / "out.bin"
+        which = build if mode == "cand" else build.trusted_build()
+        args = ["run" if mode == "cand" else mode, plan.name, str(out_file.relative_to(build.workdir))]
+        argv = run.model_argv(which, target, args, self._limits())
+        timing = model_kernel_cycles(
+            which.binary,
             argv,
             model_cache_dir(self.settings.home),
             mcpu=target.cost_model,
             timeout_s=self.settings.eval_timeout_s,
+            regions=len(calls),
         )
+        stream = out_file.read_bytes() if out_file.exists() else b""
+        return {"cycles": timing.cycles / len(calls), "timing": timing, "stream": stream}
 
     def _time_measured(
-        self, task: KernelTask, run: Runner, target: TargetProfile, build: Build, result: EvalResult
+        self,
+        task: KernelTask,
+        target: TargetProfile,
+        run: Runner,
+        build: Build,
+        result: EvalResult,
+        session: _Session,
     ) -> None:
-        out = run.execute(build, ["bench"], target, self._limits())
-        record = _record(out, "bench")
-        if record is None:
-            raise _Stop(_run_failure(result, out, "timing run"))
-        base_ns, cand_ns = _num(record.get("base_ns")), _num(record.get("cand_ns"))
-        comp_ns = _num(record.get("comp_ns"))
+        """Seconds per call on this host or the board: baseline and candidate on the same fresh inputs.
+
+        Every timed call of the candidate has inputs of its own and its outputs are checked; the times
+        themselves are measured inside the candidate's process (docs/EVALUATION.md says what remains).
+        """
+        calls = session.timed
+        base_out = self._run_calls(task, target, run, build, calls, "base", result, session, trusted=True)
+        cand_out = self._run_calls(task, target, run, build, calls, "timed", result, session)
+        got = self._judge(task, target, run, build, calls, cand_out, "the timed run", result, session)
+        try:
+            base = verdict.results_from(task, calls, base_out.stdout_bytes) if base_out.returncode == 0 else {}
+        except verdict.Malformed:
+            base = {}
+        timed = [c.id for c in calls[WARMUP_CALLS:]]
+        if len(base) != len(calls):
+            result.feedback = "correct; the baseline's timing run failed, so there is no timing"
+            return
+        base_ns = statistics.median(base[i].ns for i in timed)
+        cand_ns = statistics.median(got[i].ns for i in timed)
+        comp_ns = self._measured_competent(task, target, run, build, calls, result, session)
         result.measurement = run.measurement
-        result.baseline_seconds = base_ns * 1e-9 if base_ns is not None else None
-        result.candidate_seconds = cand_ns * 1e-9 if cand_ns is not None else None
+        result.baseline_seconds = base_ns * 1e-9
+        result.candidate_seconds = cand_ns * 1e-9
         if base_ns and cand_ns:
             result.speedup = base_ns / cand_ns
-        if comp_ns and cand_ns and self._competent_correct(task, target, run):
+        if comp_ns and cand_ns:
             comp_ns = min(comp_ns, base_ns or comp_ns)  # flags that slow the reference down go unused
             result.competent_seconds = comp_ns * 1e-9
             result.competent_speedup = comp_ns / cand_ns
+
+    def _measured_competent(
+        self,
+        task: KernelTask,
+        target: TargetProfile,
+        run: Runner,
+        build: Build,
+        calls: list[verdict.Call],
+        result: EvalResult,
+        session: _Session,
+    ) -> float | None:
+        """Median seconds of the competent baseline on the same calls, if it passes the task's check."""
+        if not self._competent_correct(task, target, run):
+            return None
+        plan = build.workdir / "plan.comp"
+        verdict.write_plan(plan, task, calls, with_seed=False)
+        out = run.execute(build.trusted_build(), ["comp", plan.name], target, self._io_limits(task, calls, 1))
+        try:
+            comp = verdict.results_from(task, calls, out.stdout_bytes) if out.returncode == 0 else {}
+        except verdict.Malformed:
+            return None
+        if len(comp) != len(calls):
+            return None
+        return statistics.median(comp[c.id].ns for c in calls[WARMUP_CALLS:])
 
     # ------------------------------------------------------------------------------------ caching
 
@@ -415,6 +734,12 @@ def _costmodel_fingerprint() -> str:
     return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
 
 
+def _region_mismatch() -> type[EokError]:
+    from evaluator.costmodel.trace import RegionMismatch  # the cost model loads only where it is used
+
+    return RegionMismatch
+
+
 def _with(result: EvalResult, **changes: Any) -> EvalResult:
     return result.model_copy(update=changes)
 
@@ -438,19 +763,6 @@ def _fmt(value: Any) -> str:
     return "?" if v is None else f"{v:.6g}"
 
 
-def _record(out: RunOutput, mode: str) -> dict[str, Any] | None:
-    """The harness's JSON record, if the run finished and printed one."""
-    if out.timed_out or out.flooded or out.returncode != 0:
-        return None
-    for line in reversed(out.stdout.splitlines()):
-        if line.startswith("{"):
-            with contextlib.suppress(ValueError):
-                record = json.loads(line)
-                if record.get("mode") == mode:
-                    return record
-    return None
-
-
 def _compile_error(result: EvalResult, e: CompileFailed, code: str) -> EvalResult:
     lines = code.splitlines()
     parts = []
@@ -467,19 +779,43 @@ def _compile_error(result: EvalResult, e: CompileFailed, code: str) -> EvalResul
     )
 
 
-def _where(stderr: str) -> str:
-    """From the harness's progress lines: which kernel was running at which size."""
+def _where(stderr: str, calls: list[verdict.Call], check: list[verdict.Call]) -> str:
+    """From the harness's progress lines: which call (so which size) was running."""
+    by_id = {c.id: c for c in [*calls, *check]}
     for line in reversed(stderr.splitlines()):
-        if line.startswith("eok: trial "):
-            words = line.split()
-            who = "the reference" if words[-1] == "reference" else "the candidate"
-            return f" while running {who} at size {words[5]}"
+        words = line.split()
+        if line.startswith("eok: call ") and len(words) > 2 and words[2].isdigit() and int(words[2]) in by_id:
+            return f" while running the candidate at size {_size_text(by_id[int(words[2])].size)}"
     return ""
 
 
-def _run_failure(result: EvalResult, out: RunOutput, stage: str) -> EvalResult:
+def _in_stage(stage: str) -> str:
+    return "" if stage == "the correctness check" else f" (in {stage}, on inputs it had not seen before)"
+
+
+def _fault_feedback(line: str, calls: list[verdict.Call]) -> str:
+    """'eok: fault: call 3: accessed memory past the end of y (...)' as feedback with the size."""
+    text = line.removeprefix("eok: fault: ")
+    head, _, rest = text.partition(": ")
+    call = next((c for c in calls if head == f"call {c.id}"), None)
+    where = f" at size {_size_text(call.size)}" if call else ""
+    return f"sandbox violation{where}: {rest or text} (a guard page or a read-only input)"[:400]
+
+
+def _invalid(result: EvalResult, out: RunOutput, reason: str) -> EvalResult:
+    """The result stream is not the harness's: the candidate printed, forged or cut it."""
+    forged = looks_forged(out.stdout)
+    why = "printed something shaped like a result record (verdicts come only from compared outputs)"
+    why = why if forged else reason
+    return _with(
+        result,
+        status=EvalStatus.INVALID_OUTPUT,
+        feedback=f"invalid output: {why}; the kernel must not write to stdout or end the process",
+    )
+
+
+def _run_failure(result: EvalResult, out: RunOutput, stage: str, where: str) -> EvalResult:
     limit = out.limit_hit
-    where = _where(out.stderr)
     if out.timed_out:
         return _with(
             result,
@@ -500,9 +836,9 @@ def _run_failure(result: EvalResult, out: RunOutput, stage: str) -> EvalResult:
         line = next((ln for ln in out.stderr.splitlines() if OOM_MARKER in ln), "memory allocation failed")
         return _with(
             result,
-            status=EvalStatus.CRASHED,
+            status=EvalStatus.MEMORY,
             limit_hit="memory",
-            feedback=f"crashed: memory limit hit{where}: {line.removeprefix('eok: ')}",
+            feedback=f"memory: limit hit{where}: {line.removeprefix('eok: ')}",
         )
     if "decode_save_opc" in out.stderr or ("qemu" in out.stderr and "Assertion" in out.stderr):
         # qemu 7.2 aborts translating some valid RVV code (seen: vfncvt.rtz.* inside a loop); not the
@@ -516,7 +852,7 @@ def _run_failure(result: EvalResult, out: RunOutput, stage: str) -> EvalResult:
     if out.violation:
         return _with(
             result,
-            status=EvalStatus.CRASHED,
+            status=EvalStatus.SANDBOX_VIOLATION,
             feedback=f"sandbox violation: a system call outside the allow-list (processes, network, ...){where}",
         )
     if out.signal:
@@ -542,29 +878,25 @@ def _size_text(size: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in size.items())
 
 
-def _wrong_feedback(task: KernelTask, record: dict[str, Any]) -> str:
-    f = record.get("failure") or {}
-    size = _size_text(f.get("size", {}))
-    arg, idx = f.get("arg", "?"), f.get("index", 0)
-    what = f.get("what")
+def _wrong_feedback(task: KernelTask, f: verdict.Failure) -> str:
+    size = _size_text(f.call.size)
+    arg, idx = f.arg, f.index
     tol = task.tolerance
-    if what == "ret_mismatch":
-        return f"wrong at size {size}: returned {_fmt(f.get('got'))}, expected {_fmt(f.get('want'))}"
-    if what == "wrote_past_end":
-        return f"wrong at size {size}: wrote past the end of {arg} (element {arg}[{idx}]; it has {f.get('count')})"
-    if what == "wrote_before_start":
+    if f.what == "ret_mismatch":
+        return f"wrong at size {size}: returned {_fmt(f.got)}, expected {_fmt(f.want)}"
+    if f.what == "wrote_past_end":
+        return f"wrong at size {size}: wrote past the end of {arg} (element {arg}[{idx}]; it has {f.call.counts[arg]})"
+    if f.what == "wrote_before_start":
         return f"wrong at size {size}: wrote before the start of {arg} (element {arg}[{idx}])"
-    if what == "input_modified":
-        return f"wrong at size {size}: modified the input {arg} (element {arg}[{idx}])"
-    if what == "norm":
+    if f.what == "norm":
         return (
-            f"wrong at size {size}: {arg} as a whole is off: normalized error {_fmt(f.get('norm'))} > "
-            f"{_fmt(f.get('tol'))} although each element is within atol (all zeros, or wrong scale?)"
+            f"wrong at size {size}: {arg} as a whole is off: normalized error {_fmt(f.norm)} > "
+            f"{_fmt(f.tol)} although each element is within atol (all zeros, or wrong scale?)"
         )
-    unwritten = " (never written: still the poison value)" if f.get("unwritten") else ""
+    unwritten = " (never written: still the poison value)" if f.unwritten else ""
     return (
-        f"wrong at size {size}: {arg}[{idx}] = {_fmt(f.get('got'))}, expected {_fmt(f.get('want'))}{unwritten}; "
-        f"{f.get('bad')} of {f.get('compared')} elements differ by more than {tol.atol:g} + {tol.rtol:g}*|expected|"
+        f"wrong at size {size}: {arg}[{idx}] = {_fmt(f.got)}, expected {_fmt(f.want)}{unwritten}; "
+        f"{f.bad} of {f.compared} elements differ by more than {tol.atol:g} + {tol.rtol:g}*|expected|"
     )
 
 

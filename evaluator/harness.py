@@ -1,23 +1,23 @@
 """Generate the C harness for a task (templates/harness.c.in plus a task-specific block).
 
-The harness links four copies of the kernel: the reference (`eok_ref_<fn>`, correctness), the plain
-baseline (`eok_base_<fn>`, the reference built with the target's baseline flags, `clang -O3`), the
-competent baseline (`eok_comp_<fn>`, the reference built with the flags the task's tolerance allows:
-`evaluator.toolchain.competent_cflags`) and the candidate (`<fn>`). The renaming is done with -D when
-compiling reference.c, so reference and candidate live in separate translation units and neither can see
-the other's static helpers.
+The same source is compiled twice. The trusted build (-DEOK_TRUSTED) links the reference
+(`eok_ref_<fn>`, renamed with -D when compiling reference.c), the plain baseline (`eok_base_<fn>`, the
+reference built with the target's baseline flags, `clang -O3`) and the competent baseline
+(`eok_comp_<fn>`, built with the flags the task's tolerance allows: `toolchain.competent_cflags`): it
+generates inputs and expected outputs and runs the baselines for timing. The
+candidate build links the candidate (`<fn>`) alone: it only reads inputs and writes raw outputs. No
+candidate code is ever in the process that makes inputs or expected outputs (docs/EVALUATION.md).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 from evaluator.tasks import C_TYPES, KernelTask, Param
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "harness.c.in"
-HARNESS_VERSION = "6"  # bump when generated code or template semantics change: part of every cache key
+HARNESS_VERSION = "7"  # bump when generated code or template semantics change: part of every cache key
 MARKER = "/* @EOK_TASK@ */"
 
 _GEN_CODES = {
@@ -129,11 +129,6 @@ def _scalar_entry(task: KernelTask, p: Param) -> str:
     )
 
 
-def _c_expr(expr: str) -> str:
-    """A spec expression as C: min/max become the harness's long long helpers."""
-    return re.sub(r"\b(min|max)\s*\(", r"eok_\1(", expr)
-
-
 def _locals(task: KernelTask) -> list[str]:
     """Declarations binding every parameter from the harness's arrays, in signature order."""
     lines: list[str] = []
@@ -152,98 +147,70 @@ def _locals(task: KernelTask) -> list[str]:
     return lines
 
 
-def _call_fn(task: KernelTask, with_markers: bool) -> str:
+def _call_fn(task: KernelTask) -> str:
+    """eok_call(which, ...): the reference and the baselines in the trusted build, the candidate otherwise.
+
+    Timed kernels (baseline, candidate) run between the region markers the cost model looks for.
+    """
     args = ", ".join(p.name for p in task.params)
     ret = task.return_type
-    name = "eok_model_call" if with_markers else "eok_call"
-    extra = "" if with_markers else ", eok_value *eok_r"
     head = (
-        f"static void {name}(int eok_which, const long long *eok_sz, void *const *eok_p, "
-        f"const eok_value *eok_s{extra}) {{"
+        "static void eok_call(int eok_which, const long long *eok_sz, void *const *eok_p, "
+        "const eok_value *eok_s, eok_value *eok_r) {"
     )
     body = ["    " + line for line in _locals(task)]
-    body.append("    (void)eok_sz; (void)eok_p; (void)eok_s;")
+    body.append("    (void)eok_sz; (void)eok_p; (void)eok_s; (void)eok_which;")
     if ret != "void":
         body.append(f"    {ret} eok_v = 0;")
-    cases = [
-        ("EOK_REF", ref_name(task)),
-        ("EOK_BASE", base_name(task)),
-        ("EOK_COMP", comp_name(task)),
-        ("EOK_CAND", task.function_name),
+
+    def call(fn: str, marked: bool) -> str:
+        text = f"{fn}({args});" if ret == "void" else f"eok_v = {fn}({args});"
+        return f"eok_region_begin(); {text} eok_region_end();" if marked else text
+
+    body += [
+        "#ifdef EOK_TRUSTED",
+        f"    if (eok_which == EOK_REF) {{ {call(ref_name(task), False)} }}",
+        f"    else if (eok_which == EOK_COMP) {{ {call(comp_name(task), True)} }}",
+        f"    else {{ {call(base_name(task), True)} }}",
+        "#else",
+        f"    {call(task.function_name, True)}",
+        "#endif",
     ]
-    body.append("    switch (eok_which) {")
-    for label, fn in cases:
-        call = f"{fn}({args});" if ret == "void" else f"eok_v = {fn}({args});"
-        if with_markers:
-            call = f"eok_region_begin(); {call} eok_region_end();"
-        body.append(f"    {'default' if label == 'EOK_CAND' else 'case ' + label}: {call} break;")
-    body.append("    }")
     if ret != "void":
-        if with_markers:
-            body.append("    eok_sink = (double)eok_v;")
-        else:
-            field = "f64" if C_TYPES[ret].kind == "float" else "i64"
-            cast = "double" if field == "f64" else "int64_t"
-            body.append(f"    eok_r->{field} = ({cast})eok_v;")
-    elif not with_markers:
+        field = "f64" if C_TYPES[ret].kind == "float" else "i64"
+        cast = "double" if field == "f64" else "int64_t"
+        body.append(f"    eok_r->{field} = ({cast})eok_v;")
+    else:
         body.append("    (void)eok_r;")
     return "\n".join([head, *body, "}"])
-
-
-def _valid_fn(task: KernelTask) -> str:
-    lines = [
-        "static long long eok_valid(int eok_b_, const long long *eok_sz, const eok_value *eok_r) {",
-        *[f"    long long {n} = eok_sz[{i}]; (void){n};" for i, n in enumerate(task.size_params)],
-        "    long long ret = eok_r->i64; (void)ret; (void)eok_sz;",
-        "    switch (eok_b_) {",
-    ]
-    for i, p in enumerate(task.buffers):
-        valid = task.args[p.name].valid
-        if valid:
-            lines.append(f"    case {i}: return (long long)({_c_expr(valid)});")
-    lines += ["    default: return -1;", "    }", "}"]
-    return "\n".join(lines)
 
 
 def _task_block(task: KernelTask) -> str:
     nsp, nbuf, nsc = len(task.size_params), len(task.buffers), len(task.scalars)
     ret_code = "EOK_NONE" if task.return_type == "void" else f"EOK_{C_TYPES[task.return_type].code}"
-    size_rows = ", ".join("{" + ", ".join([*(str(s[n]) for n in task.size_params), "0"]) + "}" for s in task.sizes)
-    count_rows = ", ".join("{" + ", ".join([*(str(c[p.name]) for p in task.buffers), "0"]) + "}" for c in task.counts)
-    names = ", ".join([*(f'"{n}"' for n in task.size_params), "0"])
     bufs = ",\n    ".join([*(_buf_entry(task, p, i) for i, p in enumerate(task.buffers)), "{0}"])
     scalars = ",\n    ".join([*(_scalar_entry(task, p) for p in task.scalars), "{0}"])
-    tol = task.tolerance
     return "\n".join(
         [
             f"/* ---- task {task.name}: generated by evaluator/harness.py v{HARNESS_VERSION} ---- */",
-            f"#define EOK_NSIZES {len(task.sizes)}",
             f"#define EOK_NSP {nsp}",
             f"#define EOK_NBUF {nbuf}",
             f"#define EOK_NSCALAR {nsc}",
-            f"#define EOK_BENCH {task.bench_index}",
             f"#define EOK_RET_TYPE {ret_code}",
             "",
-            f"{prototype(task)};",
+            "#ifdef EOK_TRUSTED",
             f"{prototype(task, ref_name(task))};",
             f"{prototype(task, base_name(task))};",
             f"{prototype(task, comp_name(task))};",
+            "#else",
+            f"{prototype(task)};",
+            "#endif",
             "",
-            f"static const char *const eok_size_names[EOK_NSP + 1] = {{{names}}};",
-            f"static const long long eok_size_values[EOK_NSIZES][EOK_NSP + 1] = {{{size_rows}}};",
-            f"static const long long eok_counts[EOK_NSIZES][EOK_NBUF + 1] = {{{count_rows}}};",
             *_special_arrays(task),
             f"static const eok_buf_spec eok_bufs[EOK_NBUF + 1] = {{\n    {bufs}}};",
-            f"static const eok_scalar_spec eok_scalars[EOK_NSCALAR + 1] = {{\n    {scalars}}};",
-            f"static const double eok_rtol = {_c_num(tol.rtol)}, eok_atol = {_c_num(tol.atol)};",
-            f"static const double eok_norm_tol = {_c_num(tol.norm_bound)};",
-            "static volatile double eok_sink;",
+            f"__attribute__((unused)) static const eok_scalar_spec eok_scalars[EOK_NSCALAR + 1] = {{\n    {scalars}}};",
             "",
-            _valid_fn(task),
-            "",
-            _call_fn(task, with_markers=False),
-            "",
-            _call_fn(task, with_markers=True),
+            _call_fn(task),
             "/* ---- end of task block ---- */",
         ]
     )

@@ -90,6 +90,7 @@ class RunOutput:
     seccomp: bool = False
     files_hidden: bool = False
     extra: dict[str, str] = field(default_factory=dict)
+    stdout_bytes: bytes = b""  # stdout as written (the harness writes binary result frames there)
 
     @property
     def signal(self) -> int | None:
@@ -192,6 +193,7 @@ def run(
         uid=uid,
         seccomp=filt is not None,
         files_hidden=hide,
+        stdout_bytes=out,
     )
 
 

@@ -1,9 +1,11 @@
 """Build harness binaries: clang-22 for riscv64-linux-gnu (static, no PIE) or for the host.
 
-Objects that do not depend on the candidate (harness, reference, baseline) are cached on disk by a key
-of everything that shapes them (sources, flags, compiler version), so an evaluation compiles only the
-candidate and links. Candidate flags are checked against an allow-list; compiler errors come back as
-structured diagnostics with line numbers of the candidate file.
+Two binaries per evaluation: the trusted one (harness + reference + baseline, linked once per task,
+target and compiler and cached) and the candidate's (harness + candidate only). Objects that do not
+depend on the candidate are cached on disk by a key of everything that shapes them (sources, flags,
+compiler version), so an evaluation compiles only the candidate and links it. Candidate flags are
+checked against an allow-list; compiler errors come back as structured diagnostics with line numbers
+of the candidate file.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from evaluator.tasks import KernelTask
 CLANG = os.environ.get("EOK_CLANG", "clang-22")
 RISCV_TRIPLE = "riscv64-linux-gnu"
 CANDIDATE_FILE = "candidate.c"
+TRUSTED_BINARY = "trusted"  # harness + reference + baseline; `harness` is the candidate's binary
 BuildKind = Literal["emulator", "board", "host"]
 # Symbols wrapped so a candidate's failed allocation is reported as hitting the memory limit.
 WRAPPED = ("malloc", "calloc", "realloc", "aligned_alloc", "posix_memalign")
@@ -185,6 +188,12 @@ class Build:
     workdir: Path
     kind: BuildKind
     compile_s: float
+    trusted: Path | None = None  # the trusted binary (reference, baseline), copied next to `binary`
+
+    def trusted_build(self) -> Build:
+        """The trusted binary as a Build of its own, for the runners."""
+        assert self.trusted is not None
+        return Build(binary=self.trusted, workdir=self.workdir, kind=self.kind, compile_s=0.0)
 
 
 class Toolchain:
@@ -203,11 +212,28 @@ class Toolchain:
         cflags: list[str],
         workdir: Path,
     ) -> Build:
-        """Compile the candidate `code` and link it with the task's harness, reference and baselines."""
+        """Compile the candidate `code` and link it with the harness alone; set up the trusted binary beside it."""
         t0 = time.monotonic()
         tflags = target_flags(target, kind)
+        hflags = [*tflags, "-O2", "-ffp-contract=off"]
+        trusted = workdir / TRUSTED_BINARY
+        shutil.copyfile(self._trusted_binary(task, target, kind), trusted)
+        trusted.chmod(0o755)
+        harness_obj = self._cached(task, "harness", harness.generate(task), hflags)
+        (workdir / CANDIDATE_FILE).write_text(code)
+        (workdir / "eok_prototype.h").write_text(harness.candidate_prelude(task))
+        cand_flags = [*tflags, *target.baseline_cflags, *cflags, "-include", "eok_prototype.h"]
+        self._compile(workdir, CANDIDATE_FILE, "candidate.o", cand_flags)
+        binary = workdir / "harness"
+        self._link(workdir, [*tflags, str(harness_obj), "candidate.o", *link_flags(kind), "-o", binary.name])
+        return Build(binary=binary, workdir=workdir, kind=kind, compile_s=time.monotonic() - t0, trusted=trusted)
+
+    def _trusted_binary(self, task: KernelTask, target: TargetProfile, kind: BuildKind) -> Path:
+        """Harness + reference + both baselines, never candidate code: linked once per task, target, compiler."""
+        tflags = target_flags(target, kind)
+        hflags = [*tflags, "-O2", "-ffp-contract=off"]
         objs = [
-            self._cached(task, "harness", harness.generate(task), [*tflags, "-O2", "-ffp-contract=off"]),
+            self._cached(task, "trusted", harness.generate(task), [*hflags, "-DEOK_TRUSTED"]),
             self._cached(
                 task,
                 "reference",
@@ -232,13 +258,17 @@ class Toolchain:
                 ],
             ),
         ]
-        (workdir / CANDIDATE_FILE).write_text(code)
-        (workdir / "eok_prototype.h").write_text(harness.candidate_prelude(task))
-        cand_flags = [*tflags, *target.baseline_cflags, *cflags, "-include", "eok_prototype.h"]
-        self._compile(workdir, CANDIDATE_FILE, "candidate.o", cand_flags)
-        binary = workdir / "harness"
-        self._link(workdir, [*tflags, *map(str, objs), "candidate.o", *link_flags(kind), "-o", binary.name])
-        return Build(binary=binary, workdir=workdir, kind=kind, compile_s=time.monotonic() - t0)
+        args = [*tflags, *map(str, objs), *link_flags(kind)]
+        key = hashlib.sha256("\0".join([compiler_version(), *args]).encode()).hexdigest()[:24]
+        path = self.cache_dir / f"{task.name}-{TRUSTED_BINARY}-{key}"
+        if path.exists():
+            return path
+        with tempfile.TemporaryDirectory(prefix="eok-link-") as tmp:
+            self._link(Path(tmp), [*args, "-o", TRUSTED_BINARY])
+            tmp_bin = path.with_suffix(f".{os.getpid()}.{secrets.token_hex(4)}.tmp")
+            shutil.copyfile(Path(tmp) / TRUSTED_BINARY, tmp_bin)
+            os.replace(tmp_bin, path)
+        return path
 
     def preprocess(
         self,

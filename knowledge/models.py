@@ -159,6 +159,12 @@ class ExperienceStatus(StrEnum):
     CRASHED = "crashed"
     REJECTED = "rejected"  # failed the static safety check
     GENERATION_ERROR = "generation_error"  # the generator produced nothing usable
+    # Added with the trusted evaluation (docs/EVALUATION.md); stored data with the values above stays valid.
+    STATE_ACROSS_CALLS = "state_across_calls"  # right alone, wrong after other calls in the same process
+    INVALID_OUTPUT = "invalid_output"  # printed, forged or cut short the result stream
+    SANDBOX_VIOLATION = "sandbox_violation"  # touched a guard page or wrote a read-only input
+    MEMORY = "memory"  # hit the memory limit
+    GENERALIZATION_FAILED = "generalization_failed"  # wrong on held-out sizes and seeds
 
 
 class Experience(Node):

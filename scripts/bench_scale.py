@@ -114,18 +114,19 @@ def main() -> None:
     run_batch(local, extra[:2])
     wall, evals = run_batch(local, jobs)
     local.close()
-    rows = [{"label": "in-process, 2 at a time", "wall": wall, "evals": evals, "trip": None, "gap": None}]
-    rows.append(ray_mode("Ray, 1 worker process (2 CPUs)", [2], batch(args.n), extra, home))
-    rows.append(ray_mode("Ray, 2 worker processes (1 CPU each)", [1, 1], batch(args.n), extra, home))
-
     print(f"batch: {args.n} fresh candidates ({', '.join(TASKS)}) on the emulated K1, this 2-core machine")
-    print(f"{'executor':38} {'evals/min':>9} {'median eval':>11} {'Ray trip':>9} {'overhead':>9}")
-    for r in rows:
-        med = statistics.median(r["evals"])
-        trip = f"{r['trip'] * 1e3:.1f} ms" if r["trip"] is not None else "-"
-        gap = f"{r['gap'] / med:.1%}" if r["gap"] is not None else "-"
-        print(f"{r['label']:38} {len(r['evals']) / r['wall'] * 60:9.1f} {med:10.2f}s {trip:>9} {gap:>9}")
+    print(f"{'executor':38} {'evals/min':>9} {'median eval':>11} {'Ray trip':>9} {'overhead':>9}", flush=True)
+    show({"label": "in-process, 2 at a time", "wall": wall, "evals": evals, "trip": None, "gap": None})
+    show(ray_mode("Ray, 1 worker process (2 CPUs)", [2], batch(args.n), extra, home))
+    show(ray_mode("Ray, 2 worker processes (1 CPU each)", [1, 1], batch(args.n), extra, home))
     print("overhead = median (driver wall - worker evaluation time) of single jobs / median evaluation; target <= 10%")
+
+
+def show(r: dict) -> None:
+    med = statistics.median(r["evals"])
+    trip = f"{r['trip'] * 1e3:.1f} ms" if r["trip"] is not None else "-"
+    gap = f"{r['gap'] / med:.1%}" if r["gap"] is not None else "-"
+    print(f"{r['label']:38} {len(r['evals']) / r['wall'] * 60:9.1f} {med:10.2f}s {trip:>9} {gap:>9}", flush=True)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,7 +60,8 @@ def plugin_path(build_dir: Path | None) -> Path:
         return target
     if shutil.which(HOST_CC) is None:
         raise Unavailable(f"{HOST_CC} not found (builds the memory plugin)", hint="apt-get install clang-22")
-    tmp = folder / f".memsim-{digest}.{os.getpid()}.so"
+    # One temporary name per thread: two evaluations of one process may build it at the same time.
+    tmp = folder / f".memsim-{digest}.{os.getpid()}.{threading.get_ident()}.so"
     proc = subprocess.run(
         [HOST_CC, "-O2", "-shared", "-fPIC", "-o", str(tmp), str(SOURCE)], capture_output=True, text=True
     )

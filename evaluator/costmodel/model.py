@@ -25,7 +25,7 @@ from evaluator.costmodel.elf import Disassembly, ElfSymbols, disassemble, requir
 from evaluator.costmodel.loops import Loop, find_loops
 from evaluator.costmodel.mca import MODEL_VERSION, CostCache, cost_units, llvm_version, require_mca
 from evaluator.costmodel.memory import CacheGeometry, MemoryStats, plugin_argv, plugin_path, read_stats
-from evaluator.costmodel.trace import DEFAULT_MAX_LOG_BYTES, RegionTrace, trace_region
+from evaluator.costmodel.trace import DEFAULT_MAX_LOG_BYTES, RegionMismatch, RegionTrace, trace_region
 
 BEGIN_MARKER, END_MARKER = "eok_region_begin", "eok_region_end"
 BOUNDS = ("compute", "L2", "DRAM")
@@ -131,13 +131,15 @@ def model_kernel_cycles(
     cache_dir: Path,
     mcpu: str = "spacemit-x60",
     timeout_s: float = 60.0,
+    regions: int | None = None,
 ) -> ModeledTiming:
-    """Modeled cycles of the kernel call between the markers of `binary`.
+    """Modeled cycles of the kernel calls between the markers of `binary` (summed over all regions).
 
     `qemu_argv` is the complete qemu-riscv64 command that runs the harness; it runs in `binary`'s directory
     with TB logging and the memory plugin added. Unit costs are cached in `cache_dir` (one SQLite file).
+    With `regions`, a log with any other number of begin/end pairs raises RegionMismatch.
     """
-    return model_kernel_breakdown(binary, qemu_argv, cache_dir, mcpu, timeout_s).timing
+    return model_kernel_breakdown(binary, qemu_argv, cache_dir, mcpu, timeout_s, regions=regions).timing
 
 
 def model_kernel_breakdown(
@@ -150,6 +152,7 @@ def model_kernel_breakdown(
     decoupled: bool = True,
     memory: bool = True,
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
+    regions: int | None = None,
 ) -> ModelBreakdown:
     """`model_kernel_cycles` with its internals.
 
@@ -161,6 +164,8 @@ def model_kernel_breakdown(
     binary = Path(binary)
     t0 = time.perf_counter()
     trace, dis, mem = trace_kernel(binary, qemu_argv, timeout_s, max_log_bytes, target if memory else None, cache_dir)
+    if regions is not None and trace.regions != regions:
+        raise RegionMismatch(f"the modeled run has {trace.regions} regions for {regions} calls")
     t1 = time.perf_counter()
     blocks = executed_blocks(trace, dis, target.vlen, mem)
     loops = find_loops(blocks.ids)

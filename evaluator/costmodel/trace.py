@@ -47,6 +47,10 @@ SEW_NAMES = {0: "E8", 1: "E16", 2: "E32", 3: "E64"}
 DEFAULT_MAX_LOG_BYTES = 1 << 30  # ~10M executed TBs; far beyond a sensibly sized model run
 
 
+class RegionMismatch(EokError):
+    """The log's region markers are not the calls the harness was asked to make: the run is not valid."""
+
+
 @dataclass(frozen=True)
 class Vtype:
     """The vector type a TB runs under; `None` stands for vill (no valid vtype)."""
@@ -194,7 +198,21 @@ def parse_log(data: bytes | mmap.mmap, begin_pc: int, end_pc: int) -> tuple[np.n
             hint="the cost model prices one X60 core: time the single-threaded kernel (no threads in model mode)",
         )
     tb_addrs = parse_in_asm(data[: data.find(b"\n", last_end) + 1])
+    begins, ends = _count(data, begin_tag), _count(data, end_tag)
+    if begins != len(chunks) or ends != len(chunks) or data.find(b"\0") >= 0:
+        raise RegionMismatch(
+            f"the modeled run's log has {begins} region begins and {ends} ends for {len(chunks)} regions"
+            + (" and NUL bytes" if data.find(b"\0") >= 0 else ""),
+            hint="something other than the harness called the region markers or wrote to the log",
+        )
     return keys, tb_addrs, len(chunks)
+
+
+def _count(data: bytes | mmap.mmap, tag: bytes) -> int:
+    n, pos = 0, data.find(tag)
+    while pos >= 0:
+        n, pos = n + 1, data.find(tag, pos + 1)
+    return n
 
 
 def _keys_of(chunk: bytes) -> np.ndarray:

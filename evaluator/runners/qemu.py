@@ -43,7 +43,7 @@ class QemuRunner:
         qemu_limits = replace(limits, memory_mb=limits.memory_mb + QEMU_AS_OVERHEAD_MB)
         return run(self.argv(target, "./" + build.binary.name, args), build.workdir, qemu_limits)
 
-    def model_argv(self, build: Build, target: TargetProfile, which: str, limits: Limits) -> list[str]:
+    def model_argv(self, build: Build, target: TargetProfile, args: list[str], limits: Limits) -> list[str]:
         """qemu command line for the cost model's traced run, behind a sandboxing launcher script.
 
         The cost model inserts its logging options after argv[0] and runs the command itself, so argv[0]
@@ -62,7 +62,7 @@ class QemuRunner:
         cmd = " ".join(shlex.quote(a) for a in [*python, shutil.which(QEMU) or QEMU])
         root = shlex.quote(str(PROJECT_ROOT))
         wrapper = _shared_script(f'#!/bin/sh\nPYTHONPATH={root} exec {cmd} "$@"\n')
-        return [str(wrapper), "-cpu", target.qemu_cpu, "./" + build.binary.name, "model", which]
+        return [str(wrapper), "-cpu", target.qemu_cpu, "./" + build.binary.name, *args]
 
     def release(self, build: Build) -> None:
         return None

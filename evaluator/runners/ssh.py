@@ -1,4 +1,4 @@
-"""Run harnesses on a real board over SSH: copy with scp, run pinned with taskset, read the JSON record.
+"""Run harnesses on a real board over SSH: copy with scp, run pinned with taskset, read the result frames.
 
 The board needs sshd, `taskset` and `timeout` (util-linux, coreutils: present on Bianbu and Debian).
 On the board the binary runs as the SSH user under `ulimit` limits (CPU, address space, file size,
@@ -107,6 +107,18 @@ class SshRunner:
         self._copies[build.binary] = remote
         return remote
 
+    def _upload_data(self, build: Build, args: list[str], remote: str, limits: Limits) -> None:
+        """The plan named in `args` and the call inputs (in/) the harness reads, fresh for every run."""
+        files = [a for a in args[1:2] if (build.workdir / a).is_file()]
+        if args[:1] == ["run"] and (build.workdir / "in").is_dir():
+            files.append("in")
+        if not files:
+            return
+        dest = f"{self.destination}:{remote}/"
+        argv = ["scp", *self._options(), "-P", str(self.port), "-q", "-r", *files, dest]
+        local = replace(limits, wall_s=limits.wall_s + SSH_SLACK_S, isolate=False, memory_mb=max(limits.memory_mb, 512))
+        self._reachable(run(argv, build.workdir, local, env=_ssh_env()), "copy the call inputs")
+
     def _reachable(self, out: RunOutput, what: str) -> RunOutput:
         """A failed connection is the board's problem, not the candidate's: raise instead of reporting."""
         if out.returncode == 0:
@@ -121,6 +133,7 @@ class SshRunner:
 
     def execute(self, build: Build, args: list[str], target: TargetProfile, limits: Limits) -> RunOutput:
         remote = self._upload(build, limits)
+        self._upload_data(build, args, remote, limits)
         cpu = int(limits.cpu_s if limits.cpu_s is not None else limits.wall_s + 1) + 1
         ulimits = f"ulimit -t {cpu} -v {limits.memory_mb << 10} -f {limits.fsize_mb << 10} -n {limits.nofile} -c 0"
         run_cmd = " ".join(shlex.quote(a) for a in ["./" + build.binary.name, *args])

@@ -23,7 +23,7 @@ from core.settings import Settings, get_settings
 from service.api.cypher import ReadOnlyCypher, load_saved_queries
 from service.api.deps import ServiceState
 from service.api.errors import BodySizeLimit, install_error_handlers
-from service.api.routes import catalog, experiences, health, ideas, queries, runs, web
+from service.api.routes import bootstraps, catalog, experiences, health, ideas, queries, runs, web
 from service.api.run_manager import RunExecutor, RunManager
 from service.api.security import KeyRing
 from service.bootstrap import Container
@@ -66,6 +66,8 @@ def create_app(
             yield
         finally:
             stop_sync.set()
+            if (boots := getattr(app.state, "eok_bootstraps", None)) is not None:
+                await run_in_threadpool(boots.shutdown)
             await run_in_threadpool(state.runs.shutdown)
             if container is None:  # we built it, we close it
                 state.container.close()
@@ -89,7 +91,7 @@ def create_app(
     )
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
-    for module in (health, ideas, experiences, catalog, runs, queries, web):
+    for module in (health, ideas, experiences, catalog, runs, bootstraps, queries, web):
         app.include_router(module.router)
     _mount_assets(app)
     return app

@@ -337,16 +337,18 @@ class RunManager:
         """Events rebuilt from what the graph holds, for a run no channel remembers."""
         rows = self.store.read(
             "MATCH (x:Experience)-[:IN_RUN]->(:Run {id: $id}) "
-            "RETURN x.id AS id, x.status AS status, x.speedup AS speedup, x.direction AS direction "
+            "RETURN x.id AS id, x.status AS status, x.speedup AS speedup, x.competent_speedup AS competent, "
+            "x.direction AS direction "
             "ORDER BY x.step, x.created_at",
             id=run.id,
         )
         events = [ProgressEvent(run_id=run.id, kind="started", budget=run.budget, message="replayed from the graph")]
         best: float | None = None
+        best_competent: float | None = None  # the competent speedup of the best (by plain speedup) kernel
         for n, r in enumerate(rows, 1):
             improved = r["status"] == "ok" and r["speedup"] is not None and r["speedup"] > (best or 0)
             if improved:
-                best = r["speedup"]
+                best, best_competent = r["speedup"], r["competent"]
             events.append(
                 ProgressEvent(
                     run_id=run.id,
@@ -355,8 +357,10 @@ class RunManager:
                     evaluations=n,
                     budget=run.budget,
                     best_speedup=best,
+                    best_competent_speedup=best_competent,
                     status=r["status"],
                     speedup=r["speedup"],
+                    competent_speedup=r["competent"],
                     experience_id=r["id"],
                 )
             )
@@ -372,6 +376,7 @@ def _terminal_event(run: Run, evaluations: int, best: float | None) -> ProgressE
         "evaluations": evaluations,
         "budget": run.budget,
         "best_speedup": run.best_speedup or best,
+        "best_competent_speedup": run.best_competent_speedup,
     }
     if run.status == RunStatus.DONE:
         return ProgressEvent(kind="finished", status="done", **common)

@@ -248,8 +248,10 @@ class EventOut(BaseModel):
     evaluations: int = 0
     budget: int = 0
     best_speedup: float | None = None
+    best_competent_speedup: float | None = None
     status: str | None = None
     speedup: float | None = None
+    competent_speedup: float | None = None
     experience_id: str | None = None
     message: str = ""
     at: datetime

@@ -335,6 +335,7 @@ function resetRunView(id) {
   $("run-status").className = "";
   $("run-evals").textContent = "0";
   $("run-best").textContent = "–";
+  $("run-best-competent").textContent = "–";
   $("run-log").replaceChildren();
   $("run-progress").value = 0;
   $("run-cancel").disabled = false;
@@ -392,6 +393,7 @@ function onRunEvent(ev) {
   $("run-status").className = terminal ? statusClass(ev.kind === "finished" ? "done" : "failed") : "";
   $("run-evals").textContent = `${ev.evaluations}${run.budget ? ` / ${run.budget}` : ""}`;
   if (ev.best_speedup !== null && ev.best_speedup !== undefined) $("run-best").textContent = speed(ev.best_speedup);
+  if (ev.best_competent_speedup) $("run-best-competent").textContent = speed(ev.best_competent_speedup);
   $("run-progress").value = run.budget ? Math.min(1, ev.evaluations / run.budget) : 0;
   const text = evaluated
     ? `#${ev.evaluations} ${ev.direction ? `[${ev.direction}] ` : ""}${ev.status}${ev.speedup ? ` ${speed(ev.speedup)}` : ""}` +

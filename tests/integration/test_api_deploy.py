@@ -72,3 +72,12 @@ def test_dockerfile_installs_every_package_and_serves() -> None:
     assert "pip install --no-cache-dir --no-deps -e ." in text
     assert re.search(r'^CMD \["eok", "serve"', text, re.M)
     assert "qemu-user" in text and "clang-22" in text  # runs on the emulated K1 work in the container
+
+
+def test_compose_offers_an_optional_ray_head_and_worker() -> None:
+    services = compose()["services"]
+    head, worker = services["ray-head"], services["ray-worker"]
+    assert head["profiles"] == worker["profiles"] == ["ray"]  # `docker compose up` alone starts no cluster
+    assert head["command"][:3] == ["eok", "worker", "--head"] and "--num-cpus" in head["command"]
+    assert worker["command"][:4] == ["eok", "worker", "--cluster", "ray-head:6380"]
+    assert "EOK_RAY_ADDRESS" in services["eok"]["environment"]

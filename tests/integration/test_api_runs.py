@@ -251,3 +251,5 @@ def test_a_real_run_over_http(graph: Container) -> None:
     # sscal is an exact task: its competent baseline differs from -O3 only by -fno-math-errno
     assert detail["best"]["competent_speedup"] == pytest.approx(detail["best_competent_speedup"])
     assert detail["best_competent_speedup"] and detail["best_competent_speedup"] > 0
+    # the live events carry it too (the page shows both): the finished event's best is the run's best
+    assert events[-1]["data"]["best_competent_speedup"] == pytest.approx(detail["best_competent_speedup"])

@@ -1,0 +1,60 @@
+"""POST /bootstraps over real HTTP with the real agent: plan, watch by SSE, inspect, resume, refuse."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from knowledge.starter import starter_knowledge
+from service.api.app import create_app
+from service.bootstrap import Container
+from tests.integration.conftest import OPERATOR, READER, free_port, serve_in_thread
+
+pytestmark = [pytest.mark.qemu, pytest.mark.slow]
+
+
+def _events(http: httpx.Client, url: str) -> list[dict]:
+    events, current = [], {}
+    with http.stream("GET", url, headers=READER) as r:
+        assert r.status_code == 200, r.read()
+        for line in r.iter_lines():
+            if line.startswith(":"):
+                continue
+            if not line:
+                if current:
+                    events.append(current)
+                current = {}
+                continue
+            field, _, value = line.partition(": ")
+            current[field] = json.loads(value) if field == "data" else value
+    return events
+
+
+def test_a_bootstrap_over_http(api_graph: Container) -> None:
+    api_graph.ingestor.ingest(*starter_knowledge())
+    app = create_app(container=api_graph, warm=False)
+    server, thread = serve_in_thread(app, port := free_port())
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
+            body = {"tasks": "relu,sscal", "targets": ["k1-x60"], "budget": 2, "directions": 1}
+            assert http.post("/bootstraps", json=body, headers=READER).status_code == 403  # operators only
+            bad = http.post("/bootstraps", json={**body, "tasks": "nosuch"}, headers=OPERATOR)
+            assert bad.status_code == 422 and "nosuch" in bad.text
+            r = http.post("/bootstraps", json=body, headers=OPERATOR)
+            assert r.status_code == 202, r.text
+            accepted = r.json()
+            events = _events(http, accepted["events_url"])
+            assert events[0]["event"] == "started" and events[-1]["event"] == "finished", events[-1]
+            assert events[-1]["data"]["runs_done"] == events[-1]["data"]["runs_total"] == 2
+            assert [int(e["id"]) for e in events] == list(range(len(events)))  # ids never restart
+            detail = http.get(accepted["url"], headers=READER).json()
+            again = http.post(f"{accepted['url']}/resume", headers=OPERATOR)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=60)
+    assert detail["status"] == "done" and not detail["active"]
+    assert {(r["task"], r["target"]) for r in detail["rows"]} == {("relu", "k1-x60"), ("sscal", "k1-x60")}
+    assert all(r["status"] == "done" and 1 <= r["evaluations"] <= 2 for r in detail["rows"])
+    assert again.status_code == 409  # a finished bootstrap has nothing to resume

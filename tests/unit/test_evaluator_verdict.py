@@ -1,0 +1,101 @@
+"""The trusted side's comparison, frame parsing and held-out sizes, on synthetic results (no compiler)."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from evaluator import verdict
+from evaluator.evaluate import EvalStatus
+from evaluator.tasks import load_task
+from knowledge.models import ExperienceStatus
+
+
+def _frame(call: verdict.Call, y: np.ndarray, before: bytes = b"\xe7" * 64, after: bytes = b"\xe7" * 8) -> bytes:
+    payload = struct.pack("<QQ", len(before), len(after)) + before + y.tobytes() + after + b"\0" * 8
+    return verdict.FRAME_HEAD.pack(b"EOKO", call.id, 123, len(payload)) + payload
+
+
+def _saxpy_call(n: int = 5) -> tuple[verdict.Call, verdict.Expected]:
+    task = load_task("saxpy")
+    call = verdict.fresh_calls(task, {"n": n}, seed=7, n=1, first_id=3)[0]
+    want = np.arange(n, dtype=np.float32)
+    return call, verdict.Expected(image=b"", outputs={"y": want.tobytes()}, ret=b"\0" * 8)
+
+
+def test_every_status_the_evaluator_gives_can_be_stored() -> None:
+    assert {s.value for s in EvalStatus} <= {s.value for s in ExperienceStatus}
+
+
+def test_right_outputs_pass_and_a_wrong_element_is_located() -> None:
+    task = load_task("saxpy")
+    call, want = _saxpy_call()
+    ok = verdict.results_from(task, [call], _frame(call, np.arange(5, dtype=np.float32)))
+    assert verdict.compare(task, call, ok[call.id], want, verdict.Stats()) is None
+    bad = np.arange(5, dtype=np.float32)
+    bad[3] = 9.0
+    got = verdict.results_from(task, [call], _frame(call, bad))
+    f = verdict.compare(task, call, got[call.id], want, verdict.Stats())
+    assert f is not None and (f.what, f.arg, f.index, f.got, f.want) == ("mismatch", "y", 3, 9.0, 3.0)
+
+
+def test_the_poison_left_in_place_counts_as_unwritten() -> None:
+    task = load_task("saxpy")
+    call, want = _saxpy_call()
+    y = np.arange(5, dtype=np.float32)
+    y[2:3].view(np.uint32)[0] = 0x7FC0A5A5  # pattern 0
+    f = verdict.compare(task, call, verdict.results_from(task, [call], _frame(call, y))[call.id], want, verdict.Stats())
+    assert f is not None and f.unwritten and f.index == 2
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "what"),
+    [
+        (b"\xe7" * 63 + b"\0", b"\xe7" * 8, "wrote_before_start"),
+        (b"\xe7" * 64, b"\xe7\0" + b"\xe7" * 6, "wrote_past_end"),
+    ],
+)
+def test_touched_canary_bytes_are_writes_outside_the_buffer(before: bytes, after: bytes, what: str) -> None:
+    task = load_task("saxpy")
+    call, want = _saxpy_call()
+    got = verdict.results_from(task, [call], _frame(call, np.arange(5, dtype=np.float32), before, after))
+    f = verdict.compare(task, call, got[call.id], want, verdict.Stats())
+    assert f is not None and f.what == what
+
+
+def test_anything_but_frames_in_the_stream_is_malformed() -> None:
+    task = load_task("saxpy")
+    call, _ = _saxpy_call()
+    frame = _frame(call, np.arange(5, dtype=np.float32))
+    for stream in (b'{"mode": "check", "ok": true}\n' + frame, frame + b"x", frame[:-1]):
+        with pytest.raises(verdict.Malformed):
+            verdict.results_from(task, [call], stream)
+    got, problem = verdict.scan_results(task, [call], frame + b"junk")
+    assert call.id in got and problem  # the finished call is still compared
+    assert verdict.looks_forged('noise\n{"mode": "check", "ok": true}')
+
+
+def test_held_out_sizes_are_new_odd_around_vlmax_and_twice_the_bench() -> None:
+    task = load_task("saxpy")
+    held = verdict.heldout_sizes(task, vlen=256, max_bytes=1 << 30)
+    bench = task.sizes[task.bench_index]["n"]
+    values = [h["n"] for h in held]
+    assert all(h not in task.sizes for h in held) and 2 * bench in values
+    assert any(v % 2 for v in values) and any(v % 64 in (1, 63) for v in values)
+    assert verdict.heldout_sizes(task, vlen=256, max_bytes=1) == []  # nothing fits: no gate sizes
+
+
+def test_held_out_sizes_keep_the_granularity_the_task_lists() -> None:
+    task = load_task("rope")
+    for size in verdict.heldout_sizes(task, vlen=256, max_bytes=1 << 30):
+        assert size["head_dim"] % 2 == 0  # every listed head_dim is even
+
+
+def test_seeds_are_per_evaluation_and_calls_differ() -> None:
+    task = load_task("saxpy")
+    a, b = verdict.secret_seed(), verdict.secret_seed()
+    assert a != b
+    calls = verdict.fresh_calls(task, {"n": 8}, a, 2, first_id=0)
+    assert calls[0].seed != calls[1].seed and calls[0].line(task, with_seed=False) == "0 0 0 0 1 -1 8 8 8"
