@@ -20,7 +20,14 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from agent.context import AgentContext, Direction, PriorExperience, ThoughtCard, gather
-from agent.generation import Generated, GenerationRequest, Generator, OfflineCandidateGenerator, Parent
+from agent.generation import (
+    Generated,
+    GenerationRequest,
+    Generator,
+    OfflineCandidateGenerator,
+    Parent,
+    repeat_notice,
+)
 from agent.offline import OfflineGenerator, Variant
 from agent.posterior import is_success, thompson_pick
 from agent.recorder import Recorder
@@ -38,6 +45,7 @@ from service.bootstrap import Container
 log = logging.getLogger(__name__)
 EventSink = Callable[[ProgressEvent], None]
 MAX_IDLE_STEPS = 200  # a generator that only repeats itself ends the run instead of spinning
+MAX_LLM_REPEATS = 4  # steps in a row where the LLM only re-proposed tried candidates: stop paying for it
 MIGRATE_AFTER = 3  # evaluations without improvement before a direction adopts the global best
 FINISHED = {RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED}
 
@@ -51,6 +59,8 @@ class DirectionState:
     evaluations: int = 0
     since_improvement: int = 0
     exhausted: set[str] = field(default_factory=set)  # thought ids with nothing untried left
+    notes: list[str] = field(default_factory=list)  # told to the generator in this direction's next request
+    last: Parent | None = None  # the latest candidate evaluated in this direction (code + its own feedback)
 
     @property
     def open_thoughts(self) -> list[ThoughtCard]:
@@ -72,6 +82,8 @@ class RunState:
     llm_calls: int = 0
     llm_tokens: int = 0
     idle_steps: int = 0  # steps in a row that evaluated nothing (duplicates, exhausted thoughts)
+    llm_repeats: int = 0  # steps in a row whose LLM requests only produced already-tried candidates
+    outcomes: dict[str, str] = field(default_factory=dict)  # candidate key -> its result, for repeat notices
     # competent / plain speedup: the same for every candidate of the task (plain / competent baseline time)
     competent_ratio: float | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -124,6 +136,23 @@ class Optimizer:
         )
         self.c.ingestor.ingest([_task_node(task), _target_node(target), run])
         return run
+
+    def first_prompt(self, req: RunRequest) -> list[dict[str, str]]:
+        """The messages an LLM would get for the run's first generated candidate, without running anything
+        (no run is created, nothing is compiled; a graph without thoughts gets the starter ideas first)."""
+        from agent.llm import messages_for
+
+        task = load_task(req.task, self.settings)
+        target = load_target(req.target)
+        runner = req.runner or (self.settings.default_runner if target.is_riscv else "native")
+        self._ensure_knowledge()
+        ctx = gather(self.c.store, self.c.retriever, task, target, req.directions, runner)
+        if not ctx.directions:
+            raise InvalidInput("the graph offers no ideas for this task", "mine a repository with `eok mine`")
+        d = DirectionState(0, ctx.directions[0], Parent(code="", cflags=[]), random.Random(f"{req.seed}:0"))
+        pick = thompson_pick([t.stats for t in d.open_thoughts], d.rng)
+        card = next(t for t in d.open_thoughts if t.stats is pick)
+        return messages_for(GenerationRequest(task, target, card, d.best, ctx, set(), d.rng))
 
     def get_run(self, run_id: str) -> Run:
         run = self.c.store.get_node(Run, run_id)
@@ -214,7 +243,7 @@ class Optimizer:
                 f"{baseline.feedback}",
                 "fix the task's reference.c or task.toml",
             )
-        ctx = gather(self.c.store, self.c.retriever, task, target, run.directions)
+        ctx = gather(self.c.store, self.c.retriever, task, target, run.directions, runner)
         if not ctx.directions:
             raise InvalidInput("the graph offers no ideas for this task", "mine a repository with `eok mine`")
         dirs = [
@@ -239,6 +268,7 @@ class Optimizer:
         for exp in sorted(recorded.values(), key=lambda x: x.step):
             parent = _parent_of(exp)
             state.tried.add(exp.code_hash)
+            state.outcomes[exp.code_hash] = f"ok {exp.speedup:.2f}x" if exp.speedup else str(exp.status)
             state.step = max(state.step, exp.step + 1)
             d = by_idea.get(exp.direction or "")
             if exp.status == ExperienceStatus.OK and exp.speedup:
@@ -248,6 +278,7 @@ class Optimizer:
                     state.best = parent
             if d:
                 d.evaluations += 1
+                d.last = parent
             state.history.append(state.best_speedup)
 
     # ------------------------------------------------------------------------------------------ loop
@@ -268,6 +299,7 @@ class Optimizer:
                     and not cancel.is_set()
                     and not _stagnant(state.history, patience)
                     and state.idle_steps <= MAX_IDLE_STEPS
+                    and state.llm_repeats < MAX_LLM_REPEATS
                 ):
                     live = [d for d in state.directions if d.open_thoughts]
                     if not live:
@@ -340,9 +372,14 @@ class Optimizer:
                 return
             if gen.key in state.tried and not gen.error and not gen.reserved:
                 state.idle_steps += 1
+                if gen.llm_calls:
+                    state.llm_repeats += 1
+                    d.notes = [repeat_notice(state.outcomes.get(gen.key))]
+                    self._account_llm(state, gen)  # requests that evaluated nothing still cost
                 return  # a duplicate (an LLM repeating itself, a seed already measured): not evaluated again
             state.tried.add(gen.key)
             state.idle_steps = 0
+            state.llm_repeats = 0
         result = self._evaluate(state, gen) if not gen.error else None
         # A seed re-measures earlier experience: it is no trial of the sampled thought, so it credits none.
         self._record(state, d, None if seed else card, parent, gen, result, step, emit)
@@ -359,8 +396,28 @@ class Optimizer:
                     state.tried.add(gen.key)
                     gen.reserved = True
             return gen
-        req = GenerationRequest(state.task, state.target, card, parent, state.ctx, set(state.tried), d.rng)
+        with state.lock:
+            notes, d.notes = d.notes, []
+            req = GenerationRequest(
+                state.task,
+                state.target,
+                card,
+                parent,
+                state.ctx,
+                set(state.tried),
+                d.rng,
+                dict(state.outcomes),
+                notes,
+                last_attempt=d.last,
+                run_best=state.best,
+            )
         return generator.generate(req)
+
+    def _account_llm(self, state: RunState, gen: Generated) -> None:
+        """Count LLM requests of a step that stored no experience (the run's counters, in the graph too)."""
+        state.llm_calls += gen.llm_calls
+        state.llm_tokens += gen.llm_tokens
+        self.recorder.add_llm_usage(state.run.id, gen.llm_calls, gen.llm_tokens)
 
     def _evaluate(self, state: RunState, gen: Generated) -> EvalResult:
         job = EvalJob(state.task, state.target, state.runner, Candidate(code=gen.code, cflags=gen.cflags))
@@ -439,16 +496,25 @@ class Optimizer:
                 speedup=speedup,
                 feedback=exp.feedback,
                 experience_id=exp.id,
+                status=status.value,
             )
+            d.last = node
             if speedup and speedup > (d.best.speedup or 0):
                 d.best, d.since_improvement = node, 0
             else:
                 d.since_improvement += 1
                 d.best = Parent(
-                    d.best.code, d.best.cflags, d.best.variant, d.best.speedup, exp.feedback, d.best.experience_id
-                )  # keep the best, carry the latest feedback
+                    d.best.code,
+                    d.best.cflags,
+                    d.best.variant,
+                    d.best.speedup,
+                    d.best.feedback,
+                    d.best.experience_id,
+                    d.best.status,
+                )  # keep the best with its own feedback: the latest attempt's diagnostic travels with its code
             if improves:
                 state.best = node
+            state.outcomes[gen.key] = f"{status.value} {speedup:.2f}x" if speedup else status.value
             state.history.append(state.best_speedup)
             state.llm_calls += gen.llm_calls
             state.llm_tokens += gen.llm_tokens
@@ -512,6 +578,7 @@ def _parent_of(exp: Experience) -> Parent:
         speedup=exp.speedup,
         feedback=exp.feedback,
         experience_id=exp.id,
+        status=str(exp.status),
     )
 
 

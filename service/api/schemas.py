@@ -62,11 +62,15 @@ class EffectOut(BaseModel):
     """Measured effect of a thought on one target (the EFFECT_ON relationship)."""
 
     target: str
-    trials: int
-    successes: int
-    sum_log_speedup: float
-    mean_speedup: float | None = Field(description="geometric mean: exp(sum_log_speedup / trials)")
-    success_rate: float | None
+    trials: int = Field(description="experiences that applied the thought on the target, any status")
+    correct: int = Field(description="those that compiled and passed the checks")
+    successes: int = Field(description="correct and faster than their parent")
+    sum_log_speedup: float = Field(description="sum of ln(speedup over the task's baseline), correct ones")
+    sum_log_gain: float = Field(description="sum of ln(speedup / parent speedup), correct ones")
+    mean_speedup: float | None = Field(description="geometric mean speedup over baseline: exp(sum_log_speedup/correct)")
+    mean_gain: float | None = Field(description="geometric mean gain over the parent: exp(sum_log_gain / correct)")
+    success_rate: float | None = Field(description="successes / trials")
+    pass_rate: float | None = Field(description="correct / trials")
 
 
 class ExperienceSummary(BaseModel):
@@ -116,6 +120,7 @@ class ThoughtSummary(BaseModel):
     evidence_commits: int = 0
     prior_speedup: float | None = None
     trials: int = 0
+    correct: int = 0
     successes: int = 0
 
 

@@ -62,6 +62,9 @@ def optimize(
     seed: Annotated[int, typer.Option(help="random seed")] = 0,
     runner: Annotated[RunnerName | None, typer.Option(help="default: EOK_DEFAULT_RUNNER (qemu)")] = None,
     resume: Annotated[str | None, typer.Option(help="resume the run with this id")] = None,
+    show_prompt: Annotated[
+        bool, typer.Option("--show-prompt", help="print the first LLM prompt for this task and exit (runs nothing)")
+    ] = False,
     cluster: Annotated[str | None, typer.Option(help="Ray cluster HOST:PORT or auto (default EOK_RAY_ADDRESS)")] = None,
     json_out: bool = JsonOpt,
 ) -> None:
@@ -72,6 +75,16 @@ def optimize(
 
     if not task and not resume:
         raise InvalidInput("give a TASK (e.g. saxpy) or --resume RUN_ID", "see `eok tasks list`")
+    if show_prompt:
+        if not task:
+            raise InvalidInput("--show-prompt needs a TASK", "e.g. `eok optimize sdot --show-prompt`")
+        container = Container(get_settings())
+        req = RunRequest(
+            task=task, target=target, directions=directions, seed=seed, runner=runner.value if runner else None
+        )
+        _print_prompt(Optimizer(container).first_prompt(req), json_out)
+        container.close()
+        return
     if not resume:
         _check_up_front(task or "", target, runner.value if runner else None)
     settings = get_settings()
@@ -96,6 +109,14 @@ def optimize(
     else:
         _print_outcome(outcome)
     container.close()
+
+
+def _print_prompt(messages: list[dict[str, str]], json_out: bool) -> None:
+    if json_out:
+        print_json({"messages": messages})
+        return
+    for m in messages:  # plain print: the prompt is markdown with code; rich would restyle it
+        print(f"===== {m['role']} =====\n{m['content']}\n")
 
 
 def _check_up_front(task: str, target: str, runner: str | None) -> None:

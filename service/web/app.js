@@ -173,9 +173,12 @@ function hitCard(hit) {
   if (n.prior_speedup) chips.push(el("span", { class: "chip" }, `claimed ${speed(n.prior_speedup)}`));
   if (n.speedup) chips.push(el("span", { class: n.speedup >= 1 ? "chip good" : "chip bad" }, speed(n.speedup)));
   if (hit.measured && hit.measured.trials) {
-    const mean = Math.exp(hit.measured.sum_log_speedup / hit.measured.trials);
-    chips.push(el("span", { class: mean >= 1 ? "chip good" : "chip bad" },
-      `measured ${speed(mean)} over ${hit.measured.trials} on ${hit.measured.target}`));
+    // mean_speedup: geometric mean over the correct trials of the speedup over the task's baseline
+    const m = hit.measured;
+    chips.push(m.mean_speedup === null
+      ? el("span", { class: "chip bad" }, `measured: 0/${m.trials} correct on ${m.target}`)
+      : el("span", { class: m.mean_gain >= 1 ? "chip good" : "chip bad" },
+        `measured ${speed(m.mean_speedup)} (gain ${speed(m.mean_gain)}), ${m.correct}/${m.trials} correct on ${m.target}`));
   }
   chips.push(el("span", { class: "score" }, `score ${fmt(hit.score, 4)}`));
   const text = n.description || n.principle || n.summary || "";
@@ -216,8 +219,9 @@ async function openThought(id) {
     el("td", {}, c.title),
     el("td", { class: "num" }, c.perf_claims.map(speed).join(", "))));
   const effects = t.effects.map((e) => el("tr", {},
-    el("td", {}, e.target), el("td", { class: "num" }, e.trials), el("td", { class: "num" }, e.successes),
-    el("td", { class: "num" }, speed(e.mean_speedup)),
+    el("td", {}, e.target), el("td", { class: "num" }, e.trials), el("td", { class: "num" }, e.correct),
+    el("td", { class: "num" }, e.successes), el("td", { class: "num" }, speed(e.mean_speedup)),
+    el("td", { class: "num" }, speed(e.mean_gain)),
     el("td", { class: "num" }, e.success_rate === null ? "–" : `${Math.round(100 * e.success_rate)}%`)));
   const experiences = t.experiences.map(experienceRow);
   showDetail(
@@ -234,7 +238,7 @@ async function openThought(id) {
     t.evidence.length ? table("evidence-table", ["repo", "commit", "title", "claim"], commits)
                       : el("p", { class: "muted" }, "none recorded"),
     el("h3", {}, "Measured effect per target"),
-    t.effects.length ? table("effects-table", ["target", "trials", "ok", "mean", "success"], effects)
+    t.effects.length ? table("effects-table", ["target", "trials", "correct", "improved", "speedup", "gain", "success"], effects)
                      : el("p", { class: "muted" }, "not tried yet"),
     el("h3", {}, `Experiences that applied it (${t.experiences.length})`),
     t.experiences.length ? table("thought-experiences", ["experience", "task", "target", "status", "speedup: competent / -O3"],

@@ -75,8 +75,11 @@ def _effect(thought: str, target: str, speedups: list[float]) -> Relationship:
         "Target",
         target,
         trials=len(speedups),
+        correct=len(speedups),
         successes=sum(1 for s in speedups if s > 1.0),
+        # every seeded trial improved on the reference itself: gain over the parent equals the speedup
         sum_log_speedup=sum(math.log(s) for s in speedups),
+        sum_log_gain=sum(math.log(s) for s in speedups),
     )
 
 
