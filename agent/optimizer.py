@@ -435,7 +435,8 @@ class Optimizer:
         if not counts:
             return result
         cand = Candidate(code=gen.code, cflags=gen.cflags, label="gate")
-        gate = self.evaluator.verify_generalization(state.task, state.target, cand, state.runner)
+        job = EvalJob(task=state.task, target=state.target, runner=state.runner, candidate=cand, kind="gate")
+        gate = self.executor.submit(job).result()  # where evaluations run: a board may be on a worker
         if gate.ok:
             return result
         return result.model_copy(update={"status": gate.status, "speedup": None, "feedback": gate.feedback})
