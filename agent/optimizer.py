@@ -33,7 +33,7 @@ from agent.offline import OfflineGenerator, Variant
 from agent.parts import AgentParts
 from agent.posterior import is_success, thompson_pick
 from agent.recorder import Recorder
-from agent.report import lineage, write_artifacts
+from agent.report import candidates, lineage, write_artifacts
 from agent.types import ProgressEvent, RunOutcome, RunRequest
 from core.errors import InvalidInput, NotFound
 from evaluator.evaluate import Candidate, EvalResult, Evaluator
@@ -212,6 +212,7 @@ class Optimizer:
             evaluated=evaluated,
             seconds=seconds,
             lineage=lineage(self.c.store, best.id) if best else [],
+            candidates=candidates(self.c.store, run_id),
         )
         out.artifacts = write_artifacts(self.settings.home / "runs" / run_id, out)
         return out

@@ -46,5 +46,6 @@ class RunOutcome(BaseModel):
     lineage: list[dict[str, Any]] = []  # ideas/thoughts/commits behind the best kernel, root first
     history: list[float | None] = []  # best speedup after each evaluation
     evaluated: list[float | None] = []  # each evaluation's own speedup (None: failed)
+    candidates: list[dict[str, Any]] = []  # every evaluated candidate: change from parent, cycles, status, reason
     artifacts: dict[str, str] = {}  # code, plot, report -> paths
     seconds: float = 0.0
