@@ -28,10 +28,12 @@ from agent.generation import (
     Parent,
     repeat_notice,
 )
+from agent.lease import RunLease
 from agent.offline import OfflineGenerator, Variant
+from agent.parts import AgentParts
 from agent.posterior import is_success, thompson_pick
 from agent.recorder import Recorder
-from agent.report import lineage, write_artifacts
+from agent.report import candidates, lineage, write_artifacts
 from agent.types import ProgressEvent, RunOutcome, RunRequest
 from core.errors import InvalidInput, NotFound
 from evaluator.evaluate import Candidate, EvalResult, Evaluator
@@ -40,7 +42,6 @@ from evaluator.targets import TargetProfile, load_target
 from evaluator.tasks import KernelTask, load_task
 from knowledge.models import Experience, ExperienceStatus, Run, RunStatus, Target, Task, utcnow
 from knowledge.starter import starter_knowledge
-from service.bootstrap import Container
 
 log = logging.getLogger(__name__)
 EventSink = Callable[[ProgressEvent], None]
@@ -101,7 +102,7 @@ class RunState:
 class Optimizer:
     def __init__(
         self,
-        container: Container,
+        container: AgentParts,
         generator: Generator | None = None,
         evaluator: Evaluator | None = None,
         executor: EvalExecutor | None = None,
@@ -173,16 +174,23 @@ class Optimizer:
         emit = on_event or (lambda e: None)
         cancel = cancel or threading.Event()
         t0 = time.monotonic()
-        try:
-            state = self._prepare(run)
-            emit(self._event(state, "started", message=f"{len(state.directions)} directions"))
-            self._loop(state, emit, cancel)
-        except Exception as e:
-            self.recorder.update_run(run_id, status=RunStatus.FAILED.value, error=str(e)[:2000], finished_at=utcnow())
-            emit(ProgressEvent(run_id=run_id, kind="failed", message=str(e)[:500]))
-            raise
-        status = RunStatus.CANCELLED if cancel.is_set() else RunStatus.DONE
-        self.recorder.update_run(run_id, status=status.value, finished_at=utcnow())
+        with RunLease(self.c.store, run_id).held(cancel) as lease:  # LeaseHeld: another process has it
+            run = self.get_run(run_id)  # as of taking the lease: another owner may just have finished it
+            if RunStatus(run.status) in FINISHED:
+                return self.outcome(run_id)
+            try:
+                state = self._prepare(run)
+                emit(self._event(state, "started", message=f"{len(state.directions)} directions"))
+                self._loop(state, emit, cancel)
+            except Exception as e:
+                self.recorder.update_run(
+                    run_id, status=RunStatus.FAILED.value, error=str(e)[:2000], finished_at=utcnow()
+                )
+                emit(ProgressEvent(run_id=run_id, kind="failed", message=str(e)[:500]))
+                raise
+            status = RunStatus.CANCELLED if cancel.is_set() else RunStatus.DONE
+            if not lease.lost:  # a lost lease: the run is another process's now, its status theirs to set
+                self.recorder.update_run(run_id, status=status.value, error=None, finished_at=utcnow())
         outcome = self.outcome(run_id, seconds=time.monotonic() - t0)
         emit(
             self._event(
@@ -204,6 +212,7 @@ class Optimizer:
             evaluated=evaluated,
             seconds=seconds,
             lineage=lineage(self.c.store, best.id) if best else [],
+            candidates=candidates(self.c.store, run_id),
         )
         out.artifacts = write_artifacts(self.settings.home / "runs" / run_id, out)
         return out
@@ -434,7 +443,8 @@ class Optimizer:
         if not counts:
             return result
         cand = Candidate(code=gen.code, cflags=gen.cflags, label="gate")
-        gate = self.evaluator.verify_generalization(state.task, state.target, cand, state.runner)
+        job = EvalJob(task=state.task, target=state.target, runner=state.runner, candidate=cand, kind="gate")
+        gate = self.executor.submit(job).result()  # where evaluations run: a board may be on a worker
         if gate.ok:
             return result
         return result.model_copy(update={"status": gate.status, "speedup": None, "feedback": gate.feedback})

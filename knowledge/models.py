@@ -236,6 +236,13 @@ class Run(Node):
     started_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None
     bootstrap_id: str | None = None  # the bootstrap (suite-wide first pass) this run belongs to
+    # Which process executes the run (agent/lease.py): at most one holds an unexpired lease.
+    lease_owner: str | None = None
+    lease_until: datetime | None = None
+    # Audit: the API key ids (never the keys) that started, resumed and cancelled the run.
+    started_by: str | None = None
+    resumed_by: str | None = None
+    cancelled_by: str | None = None
 
 
 class Bootstrap(Node):

@@ -22,7 +22,8 @@ Kind = Literal["thought", "idea", "experience"]
 KIND_LABEL: dict[str, str] = {"thought": "Thought", "idea": "Idea", "experience": "Experience"}
 LABEL_KIND = {v: k for k, v in KIND_LABEL.items()}
 EXPANSION_FANOUT = 5  # thoughts per matched idea that graph expansion may add
-RESULT_CACHE_SIZE = 2048  # answers kept while the graph is unchanged
+RESULT_CACHE_BYTES = 64 * 2**20  # answers kept while the graph is unchanged, bounded by their JSON size
+RESULT_MAX_BYTES = RESULT_CACHE_BYTES // 16  # a larger single answer (k in the thousands) is not kept
 RRF_K = 60  # the usual reciprocal-rank constant: flattens the head so no single ranker dominates
 # Log-scale weights of what a query names explicitly: the operator is the most specific, then the ISA,
 # then the technique; code on another ISA than the one named costs as much as the ISA match earns.
@@ -149,7 +150,8 @@ class Retriever:
         self.store = store
         self.embedder = embedder
         self.index = index
-        self._results: OrderedDict[tuple, list[SearchHit]] = OrderedDict()
+        self._results: OrderedDict[tuple, tuple[list[SearchHit], int]] = OrderedDict()
+        self._results_bytes = 0
         self._results_gen = -1
         self._lock = threading.Lock()
         self.cache_hits = 0
@@ -164,20 +166,35 @@ class Retriever:
         with self._lock:
             if gen != self._results_gen:
                 self._results.clear()
+                self._results_bytes = 0
                 self._results_gen = gen
-            hits = self._results.get(key)
-            if hits is not None:
+            cached = self._results.get(key)
+            if cached is not None:
                 self._results.move_to_end(key)
                 self.cache_hits += 1
-                return [h.model_copy() for h in hits]
+                return [h.model_copy() for h in cached[0]]
             self.cache_misses += 1
         hits = self._search(query, k, f)
-        with self._lock:
-            if gen == self._results_gen:
-                self._results[key] = hits
-                if len(self._results) > RESULT_CACHE_SIZE:
-                    self._results.popitem(last=False)
+        self._keep(key, hits, gen)
         return [h.model_copy() for h in hits]
+
+    @property
+    def cached_bytes(self) -> int:
+        return self._results_bytes
+
+    def _keep(self, key: tuple, hits: list[SearchHit], gen: int) -> None:
+        """Cache an answer, evicting the least recently used until the total fits RESULT_CACHE_BYTES."""
+        size = sum(len(h.model_dump_json()) for h in hits) + len(key[0]) + 200
+        if size > RESULT_MAX_BYTES:
+            return
+        with self._lock:
+            if gen != self._results_gen or key in self._results:
+                return
+            self._results[key] = (hits, size)
+            self._results_bytes += size
+            while self._results_bytes > RESULT_CACHE_BYTES:
+                _, (_, dropped) = self._results.popitem(last=False)
+                self._results_bytes -= dropped
 
     def _search(self, query: str, k: int, f: SearchFilters) -> list[SearchHit]:
         kinds = [f.kind] if f.kind else ["thought", "idea", "experience"]

@@ -224,3 +224,49 @@ def list_runs(store: GraphStore, status: str | None, limit: int) -> list[Run]:
     )
     found = store.get_nodes(Run, [r["id"] for r in rows])
     return [found[r["id"]] for r in rows if r["id"] in found]
+
+
+RUN_SUMMARY_FIELDS = {"id", "task_id", "target_key", "status", "evaluations", "budget", "best_speedup", "started_at"}
+
+
+def node_counts(store: GraphStore) -> dict[str, int]:
+    counts = store.stats()["labels"]
+    return {k: v for k, v in counts.items() if k not in ("Migration", "IndexState")}
+
+
+def top_techniques(store: GraphStore, per_target: int = 5) -> list[dict[str, Any]]:
+    """Measured effects (EFFECT_ON) pooled by technique per target, best geometric mean first."""
+    return _rows(
+        store,
+        "MATCH (t:Thought)-[e:EFFECT_ON]->(g:Target) WHERE e.trials > 0 "
+        "WITH g.key AS target, t.technique AS technique, sum(e.trials) AS trials, "
+        "sum(e.sum_log_speedup) AS logs, count(t) AS thoughts "
+        "WITH target, technique, trials, thoughts, exp(logs / trials) AS mean_speedup "
+        "ORDER BY target, mean_speedup DESC "
+        "WITH target, collect({technique: technique, trials: trials, mean_speedup: mean_speedup, "
+        "thoughts: thoughts})[..$n] AS best UNWIND best AS b "
+        "RETURN target, b.technique AS technique, b.trials AS trials, b.mean_speedup AS mean_speedup, "
+        "b.thoughts AS thoughts",
+        n=per_target,
+    )
+
+
+def link_lineage_commits(store: GraphStore, lineage: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each lineage commit gains `url`: the commit on its forge when its repository's remote is known."""
+    repos = {c.get("repo") for step in lineage for c in step.get("commits") or []} - {None}
+    urls = (
+        {
+            r["name"]: r["url"]
+            for r in _rows(
+                store,
+                "MATCH (r:Repository) WHERE r.name IN $names RETURN r.name AS name, r.url AS url",
+                names=sorted(repos),
+            )
+        }
+        if repos
+        else {}
+    )
+    return [
+        {**step, "commits": [_commit(c, urls.get(c.get("repo"))) for c in step.get("commits") or []]}
+        for step in lineage
+    ]

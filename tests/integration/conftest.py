@@ -489,7 +489,7 @@ def api_settings_for(neo4j_settings: Settings, home: Path, **overrides: Any) -> 
     values = {
         "home": home,
         "api_keys": API_KEYS,
-        "cypher_timeout_s": 2.0,
+        "cypher_timeout_s": 5.0,  # planning counts too: a loaded 2-core machine needs the headroom
         "cypher_row_cap": 20,
         "api_workers": 2,
         **overrides,
