@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from agent.posterior import ThoughtStats
+from evaluator.safety import ALLOWED_HEADERS, MAX_SOURCE_BYTES
 from evaluator.targets import TargetProfile
 from evaluator.tasks import KernelTask
+from knowledge.models import effect_summary
 from knowledge.retrieval import Retriever, SearchFilters
 from knowledge.store import GraphStore
 from knowledge.taxonomy import Technique
@@ -27,9 +29,13 @@ class ThoughtCard:
     technique: Technique
     operator: str
     isa: str
-    example_code: str = ""
+    example_code: str = ""  # the mined hunk that carries the technique
     relevance: float = 0.0
     stats: ThoughtStats = field(default_factory=lambda: ThoughtStats(""))
+    rvv_equivalents: list[str] = field(default_factory=list)  # "vfmaq_f32 -> __riscv_vfmacc_vv_f32m1"
+    claims: list[str] = field(default_factory=list)  # believable claims with the text they were parsed from
+    effect: dict[str, Any] = field(default_factory=dict)  # effect_summary on this target ({} when untried)
+    isa_fit: int = 0  # 2: the target's own ISA, 1: portable or translated to it, 0: another ISA only
 
 
 @dataclass
@@ -59,6 +65,8 @@ class AgentContext:
     similar_tasks: list[PriorExperience]  # best result of every other task on this target, best first
     target_profile: str
     rvv_reference: str = RVV_REFERENCE
+    timing: str = ""  # how candidates are timed on this target and runner: what is modeled, what is not
+    rules: str = ""  # what the evaluator rejects
 
 
 def target_profile_text(target: TargetProfile) -> str:
@@ -70,8 +78,58 @@ def target_profile_text(target: TargetProfile) -> str:
     )
 
 
+def target_isa(target: TargetProfile) -> str | None:
+    """The vector ISA a candidate for this target is written in (None: the host, any ISA)."""
+    return "rvv" if target.is_riscv and target.vlen else None
+
+
+def timing_text(target: TargetProfile, runner: str) -> str:
+    """What the number a candidate gets means, and what it does not see (docs/COSTMODEL.md)."""
+    base = (
+        f"Speedup = time of the reference compiled with clang-22 {' '.join(target.baseline_cflags)} / time of "
+        "the candidate, one call at the bench size (other sizes are checked for correctness only)."
+    )
+    if runner == "ssh":
+        return base + f" Times are measured on a {target.name} board (wall clock, median of repeats)."
+    if runner == "native" or not target.cost_model:
+        return base + " Times are measured natively on the host (wall clock, median of repeats)."
+    return base + (
+        f" Times are MODELED cycles: the kernel runs under qemu and every executed instruction is priced with "
+        f"LLVM's {target.cost_model} scheduling model (llvm-mca): issue width, latency and occupancy per "
+        "instruction and LMUL, in-order issue, the vector and scalar streams overlapping. NOT modeled: caches "
+        "and DRAM (every load hits L1), branch mispredictions, tails (vl < VLMAX costs as much as a full "
+        "vector), vsetvli (1 cycle). So: fewer dynamic instructions, enough independent accumulators to "
+        "cover latency, loads with LMUL >= 2 and one reduction after the loop pay; prefetching and cache "
+        "blocking do not show here."
+        + ("" if target.modeled_exact else f" The model is a proxy for {target.name} (approximate).")
+    )
+
+
+def rules_text(task: KernelTask, target: TargetProfile) -> str:
+    """What the evaluator rejects before or while running a candidate (evaluator/safety.py, toolchain.py)."""
+    headers = ", ".join(f"<{h}>" for h in sorted(ALLOWED_HEADERS | set(target.extra_headers)))
+    return (
+        f"- One C file (at most {MAX_SOURCE_BYTES >> 10} KiB) defining `{task.signature}`; static helpers "
+        "are fine. No main().\n"
+        f"- Includes only: {headers}.\n"
+        "- Rejected: I/O and printing, files, sockets, processes, signals, exit/abort/setjmp, getenv, mmap, "
+        "threads; inline asm other than literal vector instructions; constructors/section/alias attributes; "
+        "names starting eok_; mutable global or static state (use locals or `static const` tables).\n"
+        f"- Output must match the reference within rtol={task.tolerance.rtol}, atol={task.tolerance.atol} at "
+        "every tested size, tails included; never read or write outside the arguments' extents.\n"
+        "- cflags (optional): -O0..-O3/-Os/-Oz/-Ofast, -f[no-]unroll-loops, -f[no-]vectorize, the -ffast-math "
+        "family, -ffp-contract=, -mrvv-max-lmul=mN, -mrvv-vector-bits=, -DNAME[=value], -W..., -mllvm "
+        "vectorizer/unroll/LMUL options; anything else rejects the candidate."
+    )
+
+
 def gather(
-    store: GraphStore, retriever: Retriever, task: KernelTask, target: TargetProfile, directions: int
+    store: GraphStore,
+    retriever: Retriever,
+    task: KernelTask,
+    target: TargetProfile,
+    directions: int,
+    runner: str = "qemu",
 ) -> AgentContext:
     cards = _thought_cards(retriever, task, target)
     _attach_stats(store, cards, target.key)
@@ -81,15 +139,20 @@ def gather(
         # Relatives are decided later by which offline family can re-render their knobs for this task.
         similar_tasks=_prior(store, target.key, exclude=task.name, limit=24),
         target_profile=target_profile_text(target),
+        timing=timing_text(target, runner),
+        rules=rules_text(task, target),
     )
 
 
 def _thought_cards(retriever: Retriever, task: KernelTask, target: TargetProfile) -> list[ThoughtCard]:
     query = f"{task.operator} {task.name.replace('_', ' ')} {task.description} vector RISC-V"
+    isa = target_isa(target)
     searches = [
         SearchFilters(kind="thought", operator=str(task.operator), target=target.key),
         SearchFilters(kind="thought", target=target.key),
     ]
+    if isa:  # the target's own ISA first: make sure its thoughts are among the candidates
+        searches.insert(0, SearchFilters(kind="thought", operator=str(task.operator), isa=isa, target=target.key))
     cards: dict[str, ThoughtCard] = {}
     for filters in searches:
         for hit in retriever.search(query, k=40, filters=filters):
@@ -107,25 +170,38 @@ def _thought_cards(retriever: Retriever, task: KernelTask, target: TargetProfile
                 example_code=n.get("example_code") or "",
                 relevance=hit.score,
                 stats=ThoughtStats(hit.id, n.get("evidence_commits") or 0, n.get("prior_speedup")),
+                rvv_equivalents=list(n.get("rvv_equivalents") or []),
+                claims=list(n.get("claims") or []),
             )
+            cards[hit.id].isa_fit = _isa_fit(cards[hit.id], isa)
     return list(cards.values())
+
+
+def _isa_fit(card: ThoughtCard, isa: str | None) -> int:
+    if isa is None or card.isa == isa:
+        return 2
+    if card.isa == "generic" or (isa == "rvv" and card.rvv_equivalents):
+        return 1
+    return 0
 
 
 def _attach_stats(store: GraphStore, cards: list[ThoughtCard], target_key: str) -> None:
     rows = store.read(
         "UNWIND $ids AS id MATCH (t:Thought {id: id})-[e:EFFECT_ON]->(:Target {key: $target}) "
-        "RETURN id, e.trials AS trials, e.successes AS successes",
+        "RETURN id, properties(e) AS e",
         ids=[c.id for c in cards],
         target=target_key,
     )
-    by_id = {r["id"]: r for r in rows}
+    by_id = {r["id"]: effect_summary(r["e"]) for r in rows}
     for c in cards:
-        if r := by_id.get(c.id):
-            c.stats.trials, c.stats.successes = r["trials"] or 0, r["successes"] or 0
+        if e := by_id.get(c.id):
+            c.effect = e
+            c.stats.trials, c.stats.successes = e["trials"], e["successes"]
 
 
 def _choose_directions(store: GraphStore, cards: list[ThoughtCard], k: int) -> list[Direction]:
-    """K ideas by relevance, greedily diversified: an idea whose techniques are already covered waits."""
+    """K ideas, those with thoughts in the target's ISA first (then translated or portable ones), by relevance
+    inside each group, greedily diversified: an idea whose techniques are already covered waits."""
     by_idea: dict[str, list[ThoughtCard]] = {}
     for c in cards:
         by_idea.setdefault(c.idea_id, []).append(c)
@@ -136,7 +212,7 @@ def _choose_directions(store: GraphStore, cards: list[ThoughtCard], k: int) -> l
             ids=list(by_idea),
         )
     }
-    ranked = sorted(by_idea, key=lambda i: max(c.relevance for c in by_idea[i]), reverse=True)
+    ranked = sorted(by_idea, key=lambda i: max((c.isa_fit, c.relevance) for c in by_idea[i]), reverse=True)
     chosen: list[str] = []
     covered: set[Technique] = set()
     for idea in ranked:  # first pass: new techniques only
@@ -154,7 +230,7 @@ def _choose_directions(store: GraphStore, cards: list[ThoughtCard], k: int) -> l
             idea_id=i,
             title=(ideas.get(i) or {}).get("title") or i,
             principle=(ideas.get(i) or {}).get("principle") or "",
-            thoughts=sorted(by_idea[i], key=lambda c: c.relevance, reverse=True)[:8],
+            thoughts=sorted(by_idea[i], key=lambda c: (c.isa_fit, c.relevance), reverse=True)[:8],
             relevance=max(c.relevance for c in by_idea[i]),
         )
         for i in chosen

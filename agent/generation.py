@@ -23,6 +23,7 @@ class Parent:
     speedup: float | None = None
     feedback: str = ""
     experience_id: str | None = None
+    status: str = ""  # of its own evaluation ("" for the reference)
 
 
 @dataclass
@@ -34,6 +35,10 @@ class GenerationRequest:
     context: AgentContext
     tried: set[str]  # keys of candidates already evaluated in this run
     rng: random.Random
+    outcomes: dict[str, str] = field(default_factory=dict)  # key -> what its evaluation gave ("ok 1.31x", ...)
+    notes: list[str] = field(default_factory=list)  # said to the model before anything else (e.g. it repeated)
+    last_attempt: Parent | None = None  # this direction's latest evaluated candidate, with its own diagnostic
+    run_best: Parent | None = None  # the best candidate of the run so far (may be another direction's)
 
 
 @dataclass
@@ -57,6 +62,14 @@ class Generator(Protocol):
 
 def code_key(code: str, cflags: list[str]) -> str:
     return hashlib.sha1((code + "\0" + " ".join(sorted(cflags))).encode()).hexdigest()[:16]
+
+
+def repeat_notice(outcome: str | None) -> str:
+    """What a model that proposed an already-tried candidate is told (in its conversation and next prompt)."""
+    return (
+        f"Your answer repeated a candidate already evaluated in this run (result: "
+        f"{outcome or 'being evaluated now'}); it is not evaluated again. Propose a materially different kernel."
+    )
 
 
 class OfflineCandidateGenerator:

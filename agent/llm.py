@@ -2,9 +2,10 @@
 
 It must survive real models and real endpoints: JSON or fenced code, <think> blocks, truncated replies,
 refusals, 429s and timeouts. Every call is accounted (calls, tokens) and bounded (concurrency, token budget).
-The prompt is rebuilt for every candidate under a character budget with KOPE-style tiers: hot (task,
-reference, parent, last feedback, target) always; warm (the thought and its example, measured results);
-cold (RVV reference, other ideas) as room allows.
+The prompt is rebuilt for every candidate under a character budget with KOPE-style tiers: hot (task with
+sizes and tolerance, reference, rules, target and what its timing models, the candidate to improve, the last
+attempt with its own diagnostic, the thought with its mined hunk, RVV translation and measured effect) always;
+warm (earlier results on this target), cold (related thoughts, the RVV reference sheet) as room allows.
 """
 
 from __future__ import annotations
@@ -18,18 +19,21 @@ from dataclasses import dataclass
 
 import openai
 
-from agent.generation import Generated, GenerationRequest, code_key
+from agent.context import ThoughtCard, target_isa
+from agent.generation import Generated, GenerationRequest, code_key, repeat_notice
 from core.settings import Settings
+from evaluator.tasks import KernelTask
 
 log = logging.getLogger(__name__)
 SYSTEM = (
-    "You are an expert in RISC-V Vector (RVV 1.0) kernel optimization for the SpacemiT X60 core. "
+    "You are an expert in RISC-V Vector (RVV 1.0) kernel optimization for SpacemiT cores (X60, X100, A100). "
     "Reply with one C translation unit that defines exactly the requested function with the same signature, "
     "using <riscv_vector.h> intrinsics where useful. No main(), no I/O, no calls to other kernels. "
     'Answer as JSON: {"code": "<C source>", "cflags": ["optional extra compiler flags"], '
     '"explanation": "<one sentence>"} or as a single ```c fenced block.'
 )
 PROMPT_BUDGET_CHARS = 24_000
+REPEAT_REASKS = 2  # a reply that repeats a tried candidate is answered "already tried" this many times
 
 
 @dataclass
@@ -65,25 +69,24 @@ class LlmGenerator:
         return f"llm:{self.model}"
 
     def generate(self, req: GenerationRequest) -> Generated:
+        """One candidate; every HTTP request made for it (retries, re-asks after repeats) is counted on it."""
         if self.usage.tokens >= self.settings.llm_token_budget:
             return Generated(error=f"LLM token budget of {self.settings.llm_token_budget} tokens is used up")
-        messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": build_prompt(req)}]
+        messages = messages_for(req)
         before = (self.usage.calls, self.usage.tokens)
-        reply, error = self._complete(messages)
-        calls, tokens = self.usage.calls - before[0], self.usage.tokens - before[1]
-        if error:
-            return Generated(error=error, llm_calls=calls, llm_tokens=tokens)
-        code, cflags, explanation, problem = parse_reply(reply or "")
-        if problem:
-            return Generated(error=problem, llm_calls=calls, llm_tokens=tokens)
-        return Generated(
-            code=code,
-            cflags=cflags,
-            key=code_key(code, cflags),
-            description=explanation,
-            llm_calls=calls,
-            llm_tokens=tokens,
-        )
+        gen = Generated()
+        for _ in range(REPEAT_REASKS + 1):
+            reply, error = self._complete(messages)
+            gen = _candidate(reply, error)
+            if gen.error or gen.key not in req.tried:
+                break
+            # The model repeated itself: say so in the same conversation and ask once more.
+            messages += [
+                {"role": "assistant", "content": reply or ""},
+                {"role": "user", "content": repeat_notice(req.outcomes.get(gen.key))},
+            ]
+        gen.llm_calls, gen.llm_tokens = self.usage.calls - before[0], self.usage.tokens - before[1]
+        return gen
 
     def _complete(self, messages: list[dict]) -> tuple[str | None, str | None]:
         """One completion with retries; returns (text, None) or (None, what went wrong)."""
@@ -133,6 +136,15 @@ class LlmGenerator:
         with self._lock:
             self.usage.calls += 1
             self.usage.errors += 1
+
+
+def _candidate(reply: str | None, error: str | None) -> Generated:
+    if error:
+        return Generated(error=error)
+    code, cflags, explanation, problem = parse_reply(reply or "")
+    if problem:
+        return Generated(error=problem)
+    return Generated(code=code, cflags=cflags, key=code_key(code, cflags), description=explanation)
 
 
 def _retry_after(err: openai.RateLimitError, fallback: float) -> float:
@@ -185,43 +197,140 @@ def _json_object(text: str) -> object:
     return None
 
 
+def messages_for(req: GenerationRequest) -> list[dict[str, str]]:
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": build_prompt(req)}]
+
+
 def build_prompt(req: GenerationRequest, budget: int = PROMPT_BUDGET_CHARS) -> str:
-    """Hot tier always; warm and cold tiers admitted in order while the budget allows."""
-    t, task = req.thought, req.task
-    hot = [
-        f"# Task: {task.name} ({task.operator}, {task.dtype})\n{task.description}\n"
-        f"Signature: `{task.signature}`. Tolerance rtol={task.tolerance.rtol}, atol={task.tolerance.atol}.",
-        f"## Reference implementation (plain C)\n```c\n{task.reference_code}\n```",
-        f"## Target\n{req.context.target_profile}",
+    """Hot tier always (task, rules, target and timing, what to improve, the last attempt with its own
+    diagnostic, the thought to apply); warm and cold tiers admitted in order while the budget allows."""
+    ctx = req.context
+    hot = [f"NOTE: {n}" for n in req.notes]
+    hot += [
+        _task_section(req.task),
+        f"## Reference implementation (plain C)\n```c\n{req.task.reference_code.strip()}\n```",
+        f"## Rules (a candidate breaking one is rejected unevaluated)\n{ctx.rules}" if ctx.rules else "",
+        f"## Target\n{ctx.target_profile}\n\n## How candidates are timed\n{ctx.timing}",
+        _improve_section(req),
+        _last_attempt_section(req),
+        "## Apply this optimization thought\n" + _thought_text(req.thought, full=True),
     ]
-    if req.parent.code:
-        hot.append(
-            f"## Current best candidate (speedup {req.parent.speedup or 0:.2f}x over clang -O3)\n"
-            f"```c\n{req.parent.code}\n```\nflags: {' '.join(req.parent.cflags) or '(none)'}"
-        )
-    if req.parent.feedback:
-        hot.append(f"## Feedback on the last attempt\n{req.parent.feedback}")
-    hot.append(
-        f"## Apply this optimization thought ({t.technique.value})\n{t.title}: {t.description}"
-        + (f"\nExample:\n```c\n{t.example_code}\n```" if t.example_code else "")
-    )
-    warm = [f"Measured on this target: thought '{t.title}' tried {t.stats.trials} times, {t.stats.successes} improved."]
-    warm += [
-        f"Earlier best for {p.task_id} on this target: {p.speedup:.2f}x with flags {' '.join(p.cflags)}"
-        for p in (req.context.same_task + req.context.similar_tasks)[:3]
-    ]
-    cold = [req.context.rvv_reference]
+    warm = _warm_sections(req)
+    cold = [_other_thoughts(req), ctx.rvv_reference if target_isa(req.target) == "rvv" else ""]
     out, used = [], 0
     for part in hot:
-        out.append(part)
-        used += len(part)
+        if part:
+            out.append(part)
+            used += len(part)
     for part in warm + cold:
-        if used + len(part) > budget:
-            continue
-        out.append(part)
-        used += len(part)
+        if part and used + len(part) <= budget:
+            out.append(part)
+            used += len(part)
     out.append(
-        "Write the complete optimized C file now. Keep every output element exact within the tolerance, "
-        "handle all sizes (tails), never read or write out of bounds."
+        "Write the complete optimized C file now: keep every output within the tolerance at every size "
+        "(tails included), never read or write out of bounds, and make it different from the candidates above."
     )
     return "\n\n".join(out)
+
+
+def _task_section(task: KernelTask) -> str:
+    sizes = ", ".join(" ".join(f"{k}={v}" for k, v in s.items()) for s in task.sizes)
+    bench = " ".join(f"{k}={v}" for k, v in task.bench_size.items())
+    flops = task.flops_at()
+    return (
+        f"# Task: {task.name} ({task.operator}, {task.dtype})\n{task.description.strip()}\n"
+        f"Signature: `{task.signature}`.\n"
+        f"Checked for correctness at sizes: {sizes}. Timed at the bench size: {bench}"
+        + (f" ({flops:,.0f} flop per call)" if flops else "")
+        + f".\nTolerance: rtol={task.tolerance.rtol}, atol={task.tolerance.atol} against the reference."
+        + (f"\nNotes: {_notes(task)}" if _notes(task) else "")
+    )
+
+
+def _notes(task: KernelTask) -> str:
+    """The task's notes without their title line (the task name is already the section title)."""
+    lines = [ln for ln in task.notes.strip().splitlines() if not ln.startswith("# ")]
+    return "\n".join(lines).strip()
+
+
+def _improve_section(req: GenerationRequest) -> str:
+    p, best = req.parent, req.run_best
+    parts = []
+    if p.code:
+        parts.append(
+            f"## Improve this candidate (speedup {p.speedup or 0:.2f}x over the reference at the bench size)\n"
+            f"```c\n{p.code.strip()}\n```\ncflags: {' '.join(p.cflags) or '(none)'}"
+            + (f"\nEvaluator's report on this code: {p.feedback.strip()}" if p.feedback.strip() else "")
+        )
+    else:
+        parts.append("## Improve on the reference above (speedup 1.00x by definition)")
+    if best and best.code and best.experience_id != p.experience_id:
+        parts.append(
+            f"Best of this run so far (another direction): {best.speedup or 0:.2f}x\n```c\n{best.code.strip()}\n```\n"
+            f"cflags: {' '.join(best.cflags) or '(none)'}"
+        )
+    return "\n\n".join(parts)
+
+
+def _last_attempt_section(req: GenerationRequest) -> str:
+    """The latest attempt in this direction when it is not the candidate shown above, with ITS diagnostic."""
+    last = req.last_attempt
+    if last is None or not last.code or last.experience_id == req.parent.experience_id:
+        return ""
+    result = f"{last.speedup:.2f}x, not better" if last.speedup else (last.status or "failed")
+    return (
+        f"## Your last attempt in this direction ({result})\n```c\n{last.code.strip()}\n```\n"
+        f"cflags: {' '.join(last.cflags) or '(none)'}\nDiagnostic for this code:\n{last.feedback.strip() or '(none)'}"
+    )
+
+
+def _thought_text(t: ThoughtCard, full: bool) -> str:
+    head = f"{t.title} [{t.technique.value}, {t.operator}, {t.isa}]"
+    if not full:
+        return f"- {head}: {t.description[:200]}"
+    lines = [head, t.description.strip()]
+    if t.example_code.strip():
+        label = "The change that carries it (from the mined commit)"
+        lines.append(f"{label}:\n```\n{t.example_code.strip()}\n```")
+    if t.rvv_equivalents:
+        lines.append("RVV equivalents of its intrinsics: " + "; ".join(t.rvv_equivalents[:12]))
+    if t.claims:
+        lines.append("Claimed by its commits: " + "; ".join(t.claims[:3]))
+    lines.append(_effect_text(t))
+    return "\n".join(lines)
+
+
+def _effect_text(t: ThoughtCard) -> str:
+    e = t.effect
+    if not e or not e.get("trials"):
+        return "Measured on this target: not tried yet."
+    if not e["correct"]:
+        return f"Measured on this target: tried {e['trials']} times, none correct."
+    return (
+        f"Measured on this target: tried {e['trials']} times, {e['correct']} correct, {e['successes']} improved "
+        f"on their parent; mean speedup over the reference {e['mean_speedup']:.2f}x, mean gain over the parent "
+        f"{e['mean_gain']:.2f}x."
+    )
+
+
+def _warm_sections(req: GenerationRequest) -> list[str]:
+    ctx = req.context
+    out = []
+    if ctx.same_task and ctx.same_task[0].code and ctx.same_task[0].id != req.parent.experience_id:
+        p = ctx.same_task[0]
+        out.append(
+            f"## Best earlier result for this task on this target: {p.speedup:.2f}x\n```c\n{p.code.strip()}\n```\n"
+            f"cflags: {' '.join(p.cflags) or '(none)'}"
+        )
+    for p in ctx.similar_tasks[:3]:
+        out.append(f"Best earlier result for task {p.task_id} on this target: {p.speedup:.2f}x")
+    return out
+
+
+def _other_thoughts(req: GenerationRequest) -> str:
+    for d in req.context.directions:
+        if any(t.id == req.thought.id for t in d.thoughts):
+            others = [_thought_text(t, full=False) for t in d.thoughts if t.id != req.thought.id][:5]
+            if others:
+                return f"## Related thoughts under the idea '{d.title}'\n{d.principle}\n" + "\n".join(others)
+    return ""

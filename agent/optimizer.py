@@ -20,11 +20,20 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from agent.context import AgentContext, Direction, PriorExperience, ThoughtCard, gather
-from agent.generation import Generated, GenerationRequest, Generator, OfflineCandidateGenerator, Parent
+from agent.generation import (
+    Generated,
+    GenerationRequest,
+    Generator,
+    OfflineCandidateGenerator,
+    Parent,
+    repeat_notice,
+)
+from agent.lease import RunLease
 from agent.offline import OfflineGenerator, Variant
+from agent.parts import AgentParts
 from agent.posterior import is_success, thompson_pick
 from agent.recorder import Recorder
-from agent.report import lineage, write_artifacts
+from agent.report import candidates, lineage, write_artifacts
 from agent.types import ProgressEvent, RunOutcome, RunRequest
 from core.errors import InvalidInput, NotFound
 from evaluator.evaluate import Candidate, EvalResult, Evaluator
@@ -33,11 +42,11 @@ from evaluator.targets import TargetProfile, load_target
 from evaluator.tasks import KernelTask, load_task
 from knowledge.models import Experience, ExperienceStatus, Run, RunStatus, Target, Task, utcnow
 from knowledge.starter import starter_knowledge
-from service.bootstrap import Container
 
 log = logging.getLogger(__name__)
 EventSink = Callable[[ProgressEvent], None]
 MAX_IDLE_STEPS = 200  # a generator that only repeats itself ends the run instead of spinning
+MAX_LLM_REPEATS = 4  # steps in a row where the LLM only re-proposed tried candidates: stop paying for it
 MIGRATE_AFTER = 3  # evaluations without improvement before a direction adopts the global best
 FINISHED = {RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED}
 
@@ -51,6 +60,8 @@ class DirectionState:
     evaluations: int = 0
     since_improvement: int = 0
     exhausted: set[str] = field(default_factory=set)  # thought ids with nothing untried left
+    notes: list[str] = field(default_factory=list)  # told to the generator in this direction's next request
+    last: Parent | None = None  # the latest candidate evaluated in this direction (code + its own feedback)
 
     @property
     def open_thoughts(self) -> list[ThoughtCard]:
@@ -72,6 +83,8 @@ class RunState:
     llm_calls: int = 0
     llm_tokens: int = 0
     idle_steps: int = 0  # steps in a row that evaluated nothing (duplicates, exhausted thoughts)
+    llm_repeats: int = 0  # steps in a row whose LLM requests only produced already-tried candidates
+    outcomes: dict[str, str] = field(default_factory=dict)  # candidate key -> its result, for repeat notices
     # competent / plain speedup: the same for every candidate of the task (plain / competent baseline time)
     competent_ratio: float | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -89,7 +102,7 @@ class RunState:
 class Optimizer:
     def __init__(
         self,
-        container: Container,
+        container: AgentParts,
         generator: Generator | None = None,
         evaluator: Evaluator | None = None,
         executor: EvalExecutor | None = None,
@@ -125,6 +138,23 @@ class Optimizer:
         self.c.ingestor.ingest([_task_node(task), _target_node(target), run])
         return run
 
+    def first_prompt(self, req: RunRequest) -> list[dict[str, str]]:
+        """The messages an LLM would get for the run's first generated candidate, without running anything
+        (no run is created, nothing is compiled; a graph without thoughts gets the starter ideas first)."""
+        from agent.llm import messages_for
+
+        task = load_task(req.task, self.settings)
+        target = load_target(req.target)
+        runner = req.runner or (self.settings.default_runner if target.is_riscv else "native")
+        self._ensure_knowledge()
+        ctx = gather(self.c.store, self.c.retriever, task, target, req.directions, runner)
+        if not ctx.directions:
+            raise InvalidInput("the graph offers no ideas for this task", "mine a repository with `eok mine`")
+        d = DirectionState(0, ctx.directions[0], Parent(code="", cflags=[]), random.Random(f"{req.seed}:0"))
+        pick = thompson_pick([t.stats for t in d.open_thoughts], d.rng)
+        card = next(t for t in d.open_thoughts if t.stats is pick)
+        return messages_for(GenerationRequest(task, target, card, d.best, ctx, set(), d.rng))
+
     def get_run(self, run_id: str) -> Run:
         run = self.c.store.get_node(Run, run_id)
         if run is None:
@@ -144,16 +174,23 @@ class Optimizer:
         emit = on_event or (lambda e: None)
         cancel = cancel or threading.Event()
         t0 = time.monotonic()
-        try:
-            state = self._prepare(run)
-            emit(self._event(state, "started", message=f"{len(state.directions)} directions"))
-            self._loop(state, emit, cancel)
-        except Exception as e:
-            self.recorder.update_run(run_id, status=RunStatus.FAILED.value, error=str(e)[:2000], finished_at=utcnow())
-            emit(ProgressEvent(run_id=run_id, kind="failed", message=str(e)[:500]))
-            raise
-        status = RunStatus.CANCELLED if cancel.is_set() else RunStatus.DONE
-        self.recorder.update_run(run_id, status=status.value, finished_at=utcnow())
+        with RunLease(self.c.store, run_id).held(cancel) as lease:  # LeaseHeld: another process has it
+            run = self.get_run(run_id)  # as of taking the lease: another owner may just have finished it
+            if RunStatus(run.status) in FINISHED:
+                return self.outcome(run_id)
+            try:
+                state = self._prepare(run)
+                emit(self._event(state, "started", message=f"{len(state.directions)} directions"))
+                self._loop(state, emit, cancel)
+            except Exception as e:
+                self.recorder.update_run(
+                    run_id, status=RunStatus.FAILED.value, error=str(e)[:2000], finished_at=utcnow()
+                )
+                emit(ProgressEvent(run_id=run_id, kind="failed", message=str(e)[:500]))
+                raise
+            status = RunStatus.CANCELLED if cancel.is_set() else RunStatus.DONE
+            if not lease.lost:  # a lost lease: the run is another process's now, its status theirs to set
+                self.recorder.update_run(run_id, status=status.value, error=None, finished_at=utcnow())
         outcome = self.outcome(run_id, seconds=time.monotonic() - t0)
         emit(
             self._event(
@@ -175,6 +212,7 @@ class Optimizer:
             evaluated=evaluated,
             seconds=seconds,
             lineage=lineage(self.c.store, best.id) if best else [],
+            candidates=candidates(self.c.store, run_id),
         )
         out.artifacts = write_artifacts(self.settings.home / "runs" / run_id, out)
         return out
@@ -213,7 +251,7 @@ class Optimizer:
                 f"{baseline.feedback}",
                 "fix the task's reference.c or task.toml",
             )
-        ctx = gather(self.c.store, self.c.retriever, task, target, run.directions)
+        ctx = gather(self.c.store, self.c.retriever, task, target, run.directions, runner)
         if not ctx.directions:
             raise InvalidInput("the graph offers no ideas for this task", "mine a repository with `eok mine`")
         dirs = [
@@ -238,6 +276,7 @@ class Optimizer:
         for exp in sorted(recorded.values(), key=lambda x: x.step):
             parent = _parent_of(exp)
             state.tried.add(exp.code_hash)
+            state.outcomes[exp.code_hash] = f"ok {exp.speedup:.2f}x" if exp.speedup else str(exp.status)
             state.step = max(state.step, exp.step + 1)
             d = by_idea.get(exp.direction or "")
             if exp.status == ExperienceStatus.OK and exp.speedup:
@@ -247,6 +286,7 @@ class Optimizer:
                     state.best = parent
             if d:
                 d.evaluations += 1
+                d.last = parent
             state.history.append(state.best_speedup)
 
     # ------------------------------------------------------------------------------------------ loop
@@ -267,6 +307,7 @@ class Optimizer:
                     and not cancel.is_set()
                     and not _stagnant(state.history, patience)
                     and state.idle_steps <= MAX_IDLE_STEPS
+                    and state.llm_repeats < MAX_LLM_REPEATS
                 ):
                     live = [d for d in state.directions if d.open_thoughts]
                     if not live:
@@ -339,9 +380,14 @@ class Optimizer:
                 return
             if gen.key in state.tried and not gen.error and not gen.reserved:
                 state.idle_steps += 1
+                if gen.llm_calls:
+                    state.llm_repeats += 1
+                    d.notes = [repeat_notice(state.outcomes.get(gen.key))]
+                    self._account_llm(state, gen)  # requests that evaluated nothing still cost
                 return  # a duplicate (an LLM repeating itself, a seed already measured): not evaluated again
             state.tried.add(gen.key)
             state.idle_steps = 0
+            state.llm_repeats = 0
         result = self._evaluate(state, gen) if not gen.error else None
         # A seed re-measures earlier experience: it is no trial of the sampled thought, so it credits none.
         self._record(state, d, None if seed else card, parent, gen, result, step, emit)
@@ -358,8 +404,28 @@ class Optimizer:
                     state.tried.add(gen.key)
                     gen.reserved = True
             return gen
-        req = GenerationRequest(state.task, state.target, card, parent, state.ctx, set(state.tried), d.rng)
+        with state.lock:
+            notes, d.notes = d.notes, []
+            req = GenerationRequest(
+                state.task,
+                state.target,
+                card,
+                parent,
+                state.ctx,
+                set(state.tried),
+                d.rng,
+                dict(state.outcomes),
+                notes,
+                last_attempt=d.last,
+                run_best=state.best,
+            )
         return generator.generate(req)
+
+    def _account_llm(self, state: RunState, gen: Generated) -> None:
+        """Count LLM requests of a step that stored no experience (the run's counters, in the graph too)."""
+        state.llm_calls += gen.llm_calls
+        state.llm_tokens += gen.llm_tokens
+        self.recorder.add_llm_usage(state.run.id, gen.llm_calls, gen.llm_tokens)
 
     def _evaluate(self, state: RunState, gen: Generated) -> EvalResult:
         job = EvalJob(state.task, state.target, state.runner, Candidate(code=gen.code, cflags=gen.cflags))
@@ -377,7 +443,8 @@ class Optimizer:
         if not counts:
             return result
         cand = Candidate(code=gen.code, cflags=gen.cflags, label="gate")
-        gate = self.evaluator.verify_generalization(state.task, state.target, cand, state.runner)
+        job = EvalJob(task=state.task, target=state.target, runner=state.runner, candidate=cand, kind="gate")
+        gate = self.executor.submit(job).result()  # where evaluations run: a board may be on a worker
         if gate.ok:
             return result
         return result.model_copy(update={"status": gate.status, "speedup": None, "feedback": gate.feedback})
@@ -438,16 +505,25 @@ class Optimizer:
                 speedup=speedup,
                 feedback=exp.feedback,
                 experience_id=exp.id,
+                status=status.value,
             )
+            d.last = node
             if speedup and speedup > (d.best.speedup or 0):
                 d.best, d.since_improvement = node, 0
             else:
                 d.since_improvement += 1
                 d.best = Parent(
-                    d.best.code, d.best.cflags, d.best.variant, d.best.speedup, exp.feedback, d.best.experience_id
-                )  # keep the best, carry the latest feedback
+                    d.best.code,
+                    d.best.cflags,
+                    d.best.variant,
+                    d.best.speedup,
+                    d.best.feedback,
+                    d.best.experience_id,
+                    d.best.status,
+                )  # keep the best with its own feedback: the latest attempt's diagnostic travels with its code
             if improves:
                 state.best = node
+            state.outcomes[gen.key] = f"{status.value} {speedup:.2f}x" if speedup else status.value
             state.history.append(state.best_speedup)
             state.llm_calls += gen.llm_calls
             state.llm_tokens += gen.llm_tokens
@@ -511,6 +587,7 @@ def _parent_of(exp: Experience) -> Parent:
         speedup=exp.speedup,
         feedback=exp.feedback,
         experience_id=exp.id,
+        status=str(exp.status),
     )
 
 

@@ -2,8 +2,9 @@
 target, parent and run, with the (thought, target) effectiveness statistics updated in the same transaction.
 
 An Experience holds both speedups: `speedup` over the plain baseline and `competent_speedup` over the
-competent one (docs/TASKS.md). EFFECT_ON's sum_log_speedup adds log(child / parent) of the plain speedups;
-both speedups of one task divide the same candidate time, so that ratio is the same over either baseline.
+competent one (docs/TASKS.md). EFFECT_ON (one meaning: docs/CYPHER.md "Measured effect") adds, for a correct
+candidate, log(speedup) over the plain baseline to sum_log_speedup and log(speedup / parent's) to sum_log_gain;
+both speedups of one task divide the same candidate time, so the gain is the same over either baseline.
 
 Idempotent: recording the same experience id twice changes nothing (statistics move only on creation), so a
 resumed run can never double-count.
@@ -46,12 +47,13 @@ CALL (x, created, tg) {
     MATCH (t:Thought {id: tid})
     MERGE (x)-[:APPLIED]->(t)
     MERGE (t)-[e:EFFECT_ON]->(tg)
-    ON CREATE SET e.trials = 0, e.successes = 0, e.correct = 0, e.sum_log_speedup = 0.0
+    ON CREATE SET e.trials = 0, e.successes = 0, e.correct = 0, e.sum_log_speedup = 0.0, e.sum_log_gain = 0.0
     FOREACH (_ IN CASE WHEN created THEN [1] ELSE [] END |
         SET e.trials = e.trials + 1,
             e.successes = e.successes + $success,
             e.correct = e.correct + $correct,
-            e.sum_log_speedup = e.sum_log_speedup + $log_ratio)
+            e.sum_log_speedup = e.sum_log_speedup + $log_speedup,
+            e.sum_log_gain = coalesce(e.sum_log_gain, 0.0) + $log_gain)
 }
 RETURN created
 """
@@ -79,20 +81,33 @@ class Recorder:
         # that already existed only costs the index an empty catch-up).
         gen = self.store.bump_embedding_generation()
         props.update(embedding_properties(vec, self.embedder.hashes([text])[0], self.embedder.model_name, gen))
-        ok = exp.status == "ok" and exp.speedup
-        log_ratio = math.log(exp.speedup / (parent_speedup or 1.0)) if ok else 0.0
+        # EFFECT_ON's meaning is knowledge.models.effect_summary: logs only of correct candidates.
+        ok = bool(exp.status == "ok" and exp.speedup)
+        log_speedup = math.log(exp.speedup) if ok else 0.0
+        log_gain = math.log(exp.speedup / (parent_speedup or 1.0)) if ok else 0.0
         rows = self.store.write(
             _RECORD,
             props=props,
             success=int(success),
-            correct=int(bool(ok)),
-            log_ratio=log_ratio,
+            correct=int(ok),
+            log_speedup=log_speedup,
+            log_gain=log_gain,
             improves_run=improves_run,
             llm_calls=llm_calls,
             llm_tokens=llm_tokens,
         )
         self.store.bump_embedding_generation()  # the vector is in: an index that looked meanwhile looks again
         return bool(rows and rows[0]["created"])
+
+    def add_llm_usage(self, run_id: str, calls: int, tokens: int) -> None:
+        """LLM requests that produced no experience (a repeated candidate) still count on the run."""
+        self.store.write(
+            "MATCH (r:Run {id: $id}) SET r.llm_calls = coalesce(r.llm_calls, 0) + $calls, "
+            "r.llm_tokens = coalesce(r.llm_tokens, 0) + $tokens",
+            id=run_id,
+            calls=calls,
+            tokens=tokens,
+        )
 
     def update_run(self, run_id: str, **changes: Any) -> None:
         """Set only the named Run properties (the counters belong to `record`)."""

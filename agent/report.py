@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,22 +24,179 @@ OPTIONAL MATCH (i:Idea)-[:HAS_THOUGHT]->(t)
 OPTIONAL MATCH (t)-[:EVIDENCED_BY]->(c:Commit)
 WITH depth, x, t, i, collect(c {.sha, .repo, .title})[..3] AS commits
 RETURN depth, x.id AS experience, x.status AS status, x.speedup AS speedup,
-       x.competent_speedup AS competent_speedup, x.summary AS summary,
+       x.competent_speedup AS competent_speedup, x.competent_cycles AS competent_cycles, x.summary AS summary,
        t.id AS thought, t.title AS thought_title, t.technique AS technique,
        i.id AS idea, i.title AS idea_title, commits
 ORDER BY depth
 """
 
 
+_CANDIDATES = """
+MATCH (x:Experience {run_id: $run})
+OPTIONAL MATCH (i:Idea {id: x.direction})
+RETURN x.id AS id, x.step AS step, x.parent_id AS parent, x.status AS status, x.speedup AS speedup,
+       x.competent_speedup AS competent_speedup, x.competent_cycles AS competent_cycles,
+       x.baseline_cycles AS baseline_cycles, x.candidate_cycles AS candidate_cycles, x.seconds AS seconds,
+       x.variant AS variant, x.cflags AS cflags, x.feedback AS feedback, x.measurement AS measurement,
+       x.direction AS direction, i.title AS direction_title, x.generator AS generator
+ORDER BY x.step
+"""
+
+_REPO_URLS = "MATCH (r:Repository) WHERE r.name IN $names AND r.url IS NOT NULL RETURN r.name AS name, r.url AS url"
+
+# What the modeled figures are, in one place for the report and the CLI.
+MODELED_CAVEAT = (
+    "Cycles are modeled, not measured: qemu runs the kernel and every executed block is priced with LLVM's "
+    "spacemit-x60 scheduling model (llvm-mca) plus a cache/DRAM model (docs/COSTMODEL.md). A board over "
+    "SSH measures real cycles and always wins over these figures."
+)
+
+
+# Below this a "win" is a few cycles of a deterministic model (relu: 274,300 vs 274,303 cycles), not a reason to
+# replace a reference everyone can read.
+MIN_GAIN = 1.01
+
+
+def improved(speedup: float | None) -> bool:
+    """A run only has a kernel worth using when its best beats the baseline by at least 1%."""
+    return bool(speedup and speedup >= MIN_GAIN)
+
+
+def over_baseline(x: Any) -> float | None:
+    """The speedup a verdict is judged on: over the competent baseline when the task has one (anyone can
+    build the reference with the FP flags its tolerance allows), else over the plain clang -O3 one."""
+    get = x.get if isinstance(x, dict) else lambda k: getattr(x, k, None)
+    return get("competent_speedup") or get("speedup")
+
+
 def lineage(store: GraphStore, best_id: str) -> list[dict[str, Any]]:
-    """The chain of experiences that led to the best kernel, root first, with thoughts, ideas and commits."""
-    return store.read(_LINEAGE, id=best_id)
+    """The chain of experiences that led to the best kernel, root first, with thoughts, ideas and commits.
+
+    A step keeps its thought (and the thought's commits) only when that knowledge shaped the code: the LLM
+    had the thought in its prompt, or the offline generator turned a knob that serves the thought's
+    technique. A step whose change came from a fallback move credits no thought."""
+    rows = store.read(_LINEAGE, id=best_id)
+    shaped = _shaping_thoughts(store, rows)
+    urls = _repo_urls(store, rows)
+    for row in rows:
+        if not shaped.get(row["experience"]):
+            row.update(thought=None, thought_title=None, technique=None, idea=None, idea_title=None, commits=[])
+        for c in row.get("commits") or []:
+            c["url"] = _commit_url(urls.get(c.get("repo")), c.get("sha", ""))
+    return rows
+
+
+def _shaping_thoughts(store: GraphStore, rows: list[dict[str, Any]]) -> dict[str, bool]:
+    ids = [r["experience"] for r in rows]
+    found = store.read(
+        "MATCH (x:Experience) WHERE x.id IN $ids OPTIONAL MATCH (p:Experience {id: x.parent_id}) "
+        "RETURN x.id AS id, x.generator AS generator, x.variant AS variant, p.variant AS parent, "
+        "x.task_id AS task, x.target_key AS target",
+        ids=ids,
+    )
+    by_id = {f["id"]: f for f in found}
+    return {r["experience"]: _shaped(by_id.get(r["experience"]), r.get("technique")) for r in rows}
+
+
+def _shaped(x: dict[str, Any] | None, technique: str | None) -> bool:
+    if x is None or not technique:
+        return False
+    if not str(x.get("generator") or "").startswith("offline"):
+        return True  # an LLM candidate: the thought and its example code were in the prompt
+    variant, parent = _loads(x.get("variant")), _loads(x.get("parent"))
+    if not variant.get("family"):
+        return False
+    try:
+        from agent.offline import OfflineGenerator
+        from agent.offline.base import Technique
+        from evaluator.targets import load_target
+        from evaluator.tasks import load_task
+
+        gen = OfflineGenerator(load_task(x["task"]), load_target(x["target"]), start="plain")
+        knobs = {k.name: k for k in gen.knobs(variant["family"])}
+        tech = Technique(technique)
+    except Exception:  # a task or family no longer known: no claim is better than a wrong one
+        return False
+    if parent.get("family") != variant["family"]:  # a family took over: it implements the technique
+        return tech.value == "vectorize" or any(k.serves(tech) for k in knobs.values())
+    changed = [n for n, v in (variant.get("knobs") or {}).items() if (parent.get("knobs") or {}).get(n) != v]
+    return any(knobs[n].serves(tech) for n in changed if n in knobs)
+
+
+def _repo_urls(store: GraphStore, rows: list[dict[str, Any]]) -> dict[str, str]:
+    names = sorted({c.get("repo") for r in rows for c in r.get("commits") or [] if c.get("repo")})
+    return {u["name"]: u["url"] for u in store.read(_REPO_URLS, names=names)} if names else {}
+
+
+def _commit_url(remote: str | None, sha: str) -> str | None:
+    """A browsable link for the hosts whose commit pages we know (GitHub, GitLab, Codeberg)."""
+    if not remote or not sha:
+        return None
+    m = re.match(r"(?:https?://|git@)(github\.com|gitlab\.com|codeberg\.org)[/:](.+?)(?:\.git)?/?$", remote)
+    if not m:
+        return None
+    sep = "/-/commit/" if m.group(1) == "gitlab.com" else "/commit/"
+    return f"https://{m.group(1)}/{m.group(2)}{sep}{sha}"
+
+
+def candidates(store: GraphStore, run_id: str) -> list[dict[str, Any]]:
+    """Every evaluated candidate of a run, in order, with the change from its parent and why it ended so."""
+    rows = store.read(_CANDIDATES, run=run_id)
+    by_id = {r["id"]: r for r in rows}
+    for r in rows:
+        parent = by_id.get(r["parent"]) if r["parent"] else None
+        r["parent_step"] = parent["step"] if parent else None
+        r["change"] = _change(_loads(parent["variant"]) if parent else {}, _loads(r["variant"]), parent, r)
+        r["bound"] = _bound(r.get("feedback") or "")
+        r["reason"] = _reason(r)
+    return rows
+
+
+def _loads(text: str | None) -> dict[str, Any]:
+    try:
+        return json.loads(text or "{}") or {}
+    except ValueError:
+        return {}
+
+
+def _change(before: dict[str, Any], after: dict[str, Any], parent: dict | None, row: dict) -> str:
+    parts = []
+    if after.get("family") and after.get("family") != before.get("family"):
+        parts.append(f"family {before.get('family') or 'reference'} -> {after['family']}")
+    old = before.get("knobs") or {}
+    for name, value in (after.get("knobs") or {}).items():
+        if after.get("family") == before.get("family") and old.get(name) != value:
+            parts.append(f"{name} {old.get(name)} -> {value}")
+    flags_before = set(parent["cflags"] or []) if parent else set()
+    added = [f for f in row.get("cflags") or [] if f not in flags_before]
+    if added:
+        parts.append("flags +" + " +".join(added))
+    if not parts:
+        return "rewritten by the LLM" if not str(row.get("generator") or "").startswith("offline") else "-"
+    return "; ".join(parts)
+
+
+def _bound(feedback: str) -> str | None:
+    m = re.search(r"\b(compute|L2|DRAM)-bound\b", feedback)
+    return m.group(1) if m else None
+
+
+def _reason(r: dict[str, Any]) -> str:
+    if r["status"] == "ok":
+        if improved(over_baseline(r)):
+            return "faster than the baseline"
+        return "correct, within 1% of the baseline" if (over_baseline(r) or 0) >= 1 / MIN_GAIN else "correct, slower"
+    first = (r.get("feedback") or "").strip().splitlines()
+    return first[0][:160] if first else str(r["status"])
 
 
 def write_artifacts(directory: Path, outcome: RunOutcome) -> dict[str, str]:
     directory.mkdir(parents=True, exist_ok=True)
     paths: dict[str, str] = {}
-    if outcome.best and outcome.best.code:
+    stale = directory / "best.c"
+    if stale.exists() and not (outcome.best and improved(over_baseline(outcome.best))):
+        stale.unlink()  # a resumed run that no longer has a winner must not leave one behind
+    if outcome.best and outcome.best.code and improved(over_baseline(outcome.best)):
         code = directory / "best.c"
         flags = " ".join(outcome.best.cflags)
         code.write_text(
@@ -47,7 +207,9 @@ def write_artifacts(directory: Path, outcome: RunOutcome) -> dict[str, str]:
     if outcome.history:
         paths["plot"] = str(_plot(directory / "speedup.png", outcome))
     report = directory / "report.md"
-    report.write_text(_markdown(outcome, paths))
+    tmp = report.with_suffix(".md.tmp")
+    tmp.write_text(_markdown(outcome, paths))
+    tmp.replace(report)  # never a half-written report, even when interrupted
     paths["report"] = str(report)
     return paths
 
@@ -100,36 +262,164 @@ def _markdown(o: RunOutcome, paths: dict[str, str]) -> str:
         "Competent: over the reference built with the FP flags the task's tolerance allows; plain: over the "
         'reference at clang -O3 (docs/TASKS.md, "Two baselines").',
         "",
+        *_verdict(o, paths),
+        *_baselines(o),
+        *_directions(o),
+        *_candidate_table(o),
+        *_lineage_table(o),
+        *_reproduce(o, paths),
     ]
-    if o.best:
-        lines += [
-            f"Best kernel: `{paths.get('code', '-')}` ({o.best.measurement}; extra flags: "
-            f"`{' '.join(o.best.cflags) or '-'}`).",
-            "",
-        ]
-        if o.best.feedback:  # carries the roofline note of a modeled run (bound, achieved vs ceilings)
-            lines += [f"Evaluation: {o.best.feedback}", ""]
     if "plot" in paths:
         lines += ["![best speedup over evaluations](speedup.png)", ""]
-    if o.lineage:
-        lines += [
-            "## Lineage of the best kernel",
-            "",
-            "| step | thought (technique) | idea | result (competent / plain) | evidence |",
-            "|---|---|---|---|---|",
-        ]
-        for row in o.lineage:
-            commits = ", ".join(f"{c['repo']}@{c['sha'][:8]}" for c in row.get("commits") or []) or "-"
-            result = (
-                f"{_x(row.get('competent_speedup'))} / {_x(row['speedup'])}"
-                if row.get("speedup")
-                else row.get("status")
-            )
-            lines.append(
-                f"| {row['depth']} | {row.get('thought_title')} ({row.get('technique')}) | "
-                f"{row.get('idea_title')} | {result} | {commits} |"
-            )
     return "\n".join(lines) + "\n"
+
+
+def _verdict(o: RunOutcome, paths: dict[str, str]) -> list[str]:
+    b = o.best
+    if not (b and improved(over_baseline(b))):
+        best = f" (best correct candidate {over_baseline(b):.3f}x)" if b and over_baseline(b) else ""
+        return [
+            f"**No improvement: keep the baseline.** No candidate beat it by {MIN_GAIN - 1:.0%} or more{best}; "
+            "no kernel is proposed.",
+            "",
+        ]
+    lines = [
+        f"**Best kernel: {_x(b.competent_speedup)} over the competent baseline, {_x(b.speedup)} over clang -O3** "
+        f"({b.measurement}): `{paths.get('code', '-')}` "
+        f"(extra flags: `{' '.join(b.cflags) or '-'}`).",
+        "",
+    ]
+    if b.feedback:  # carries the roofline note of a modeled run (bound, achieved vs ceilings)
+        lines += [f"Evaluation: {b.feedback}", ""]
+    return lines
+
+
+def _baselines(o: RunOutcome) -> list[str]:
+    rows = [c for c in o.candidates if c.get("baseline_cycles")]
+    lines = []
+    if rows:
+        competent = next((c["competent_cycles"] for c in rows if c.get("competent_cycles")), None)
+        also = f"; competent baseline (its allowed FP flags): {competent:,.0f} cycles" if competent else ""
+        lines += [
+            f"Baselines: the task's reference.c at clang -O3: {rows[0]['baseline_cycles']:,.0f} cycles{also}.",
+            "",
+        ]
+    if any(c.get("measurement") == "modeled" for c in o.candidates):
+        lines += [f"*{MODELED_CAVEAT}*", ""]
+    return lines
+
+
+def _directions(o: RunOutcome) -> list[str]:
+    seen: dict[str, dict[str, Any]] = {}
+    for c in o.candidates:
+        d = seen.setdefault(c.get("direction") or "-", {"title": c.get("direction_title"), "n": 0, "best": 0.0})
+        d["n"] += 1
+        d["best"] = max(d["best"], c.get("speedup") or 0.0)
+    if not seen:
+        return []
+    lines = [
+        "## Directions",
+        "",
+        "Why these: the thoughts retrieved for the task (hybrid search over vectors, full text and the graph, "
+        "for its operator, name and description on this target) were grouped by idea and the ideas ranked "
+        "by their best relevance, each new one first having to bring a technique not yet covered. Within a "
+        "direction the agent samples thoughts by how often they helped on this target (Thompson sampling).",
+        "",
+        "| direction (idea) | candidates | best |",
+        "|---|---|---|",
+    ]
+    for key, d in seen.items():
+        lines.append(
+            f"| {d['title'] or key} | {d['n']} | {d['best']:.3f}x |"
+            if d["best"]
+            else f"| {d['title'] or key} | {d['n']} | - |"
+        )
+    return [*lines, ""]
+
+
+def _candidate_table(o: RunOutcome) -> list[str]:
+    if not o.candidates:
+        return []
+    lines = [
+        "## Evaluated candidates",
+        "",
+        "| step | parent | change from parent | cycles (-O3 baseline) | speedup competent / plain | bound | status "
+        "| reason |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for c in o.candidates:
+        cycles = (
+            f"{c['candidate_cycles']:,.0f} ({c['baseline_cycles']:,.0f})"
+            if c.get("candidate_cycles") and c.get("baseline_cycles")
+            else "-"
+        )
+        speed = f"{_x(c.get('competent_speedup'))} / {_x(c['speedup'])}" if c.get("speedup") else "-"
+        parent = "reference" if c["parent_step"] is None else str(c["parent_step"])
+        lines.append(
+            f"| {c['step']} | {parent} | {_cell(c['change'])} | {cycles} | {speed} | {c.get('bound') or '-'} | "
+            f"{c['status']} | {_cell(c['reason'])} |"
+        )
+    return [*lines, ""]
+
+
+def _lineage_table(o: RunOutcome) -> list[str]:
+    if not o.lineage or not (o.best and improved(over_baseline(o.best))):
+        return []
+    lines = [
+        "## Lineage of the best kernel",
+        "",
+        "Only knowledge that shaped the code is credited: a thought whose technique set the knob that changed "
+        "(offline generator) or that was in the LLM's prompt. Steps without one changed by a fallback move.",
+        "",
+        "| step | thought (technique) | idea | result (competent / plain) | evidence commits |",
+        "|---|---|---|---|---|",
+    ]
+    for row in o.lineage:
+        commits = "<br>".join(_commit_md(c) for c in row.get("commits") or []) or "-"
+        result = f"{_x(row.get('competent_speedup'))} / {_x(row['speedup'])}" if row.get("speedup") else row["status"]
+        thought = f"{row['thought_title']} ({row['technique']})" if row.get("thought_title") else "-"
+        lines.append(
+            f"| {row['depth']} | {_cell(thought)} | {_cell(row.get('idea_title') or '-')} | {result} | {commits} |"
+        )
+    return [*lines, ""]
+
+
+def _commit_md(c: dict[str, Any]) -> str:
+    sha = f"[{c['sha'][:10]}]({c['url']})" if c.get("url") else f"`{c['sha'][:10]}`"
+    return f"{c.get('repo')} {sha}: {_cell(c.get('title') or '')}"
+
+
+def _reproduce(o: RunOutcome, paths: dict[str, str]) -> list[str]:
+    r = o.run
+    opts = _loads(r.settings)
+    run_cmd = (
+        f"eok optimize {shlex.quote(_task_arg(r.task_id, opts.get('task_path')))} --target {r.target_key} "
+        f"--budget {r.budget} --directions {r.directions} --generator {r.generator} --seed {r.seed}"
+        + (f" --runner {opts['runner']}" if opts.get("runner") else "")
+    )
+    lines = ["## Reproduce", "", "```bash", f"{run_cmd}   # the whole run (the graph it learnt from differs)"]
+    if o.best and improved(over_baseline(o.best)) and "code" in paths:
+        flags = f" --cflags {shlex.quote(' '.join(o.best.cflags))}" if o.best.cflags else ""
+        runner = f" --runner {opts['runner']}" if opts.get("runner") else ""
+        lines.append(
+            f"eok eval {r.task_id} --target {r.target_key} --candidate {shlex.quote(paths['code'])}{flags}{runner}"
+            "   # the best kernel alone"
+        )
+    return [*lines, "```", ""]
+
+
+def _task_arg(name: str, path: str | None) -> str:
+    """The bundled suite's tasks by name (true on every clone), user tasks by their directory."""
+    from evaluator.tasks import load_task
+
+    try:
+        return name if path and Path(load_task(name).directory) == Path(path) else (path or name)
+    except Exception:  # not a suite task (or no longer one): the directory is the only way to name it
+        return path or name
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def _x(speedup: float | None) -> str:

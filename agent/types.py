@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from knowledge.models import Experience, Run, utcnow
 
 GeneratorChoice = Literal["auto", "llm", "offline"]
+RunnerChoice = Literal["qemu", "ssh", "native"]
 EventKind = Literal["started", "evaluation", "improved", "finished", "failed", "cancelled"]
 
 
@@ -20,7 +21,7 @@ class RunRequest(BaseModel):
     directions: int = Field(4, ge=1, le=16)
     generator: GeneratorChoice = "auto"
     seed: int = 0
-    runner: str | None = None  # qemu | ssh | native; default from settings
+    runner: RunnerChoice | None = Field(None, description="qemu | ssh | native; default from settings")
 
 
 class ProgressEvent(BaseModel):
@@ -45,5 +46,6 @@ class RunOutcome(BaseModel):
     lineage: list[dict[str, Any]] = []  # ideas/thoughts/commits behind the best kernel, root first
     history: list[float | None] = []  # best speedup after each evaluation
     evaluated: list[float | None] = []  # each evaluation's own speedup (None: failed)
+    candidates: list[dict[str, Any]] = []  # every evaluated candidate: change from parent, cycles, status, reason
     artifacts: dict[str, str] = {}  # code, plot, report -> paths
     seconds: float = 0.0

@@ -5,10 +5,13 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+API_ROLES = ("reader", "analyst", "operator")
 
 
 class Settings(BaseSettings):
@@ -72,6 +75,19 @@ class Settings(BaseSettings):
     api_workers: int = 2
     cypher_timeout_s: float = 10.0
     cypher_row_cap: int = 1000
+    cypher_byte_cap: int = 4 * 1024 * 1024  # an answer's JSON stops before this many bytes
+
+    @field_validator("api_keys")
+    @classmethod
+    def _known_roles(cls, keys: dict[str, str]) -> dict[str, str]:
+        """Checked at startup so a typo is one line naming the variable, never a first 401 in production.
+        Messages name the entry's position, never the key itself."""
+        for n, (key, role) in enumerate(keys.items(), 1):
+            if not key.strip() or key != key.strip():
+                raise ValueError(f"entry {n}: a key must be non-empty text without surrounding spaces")
+            if role not in API_ROLES:
+                raise ValueError(f"entry {n}: role {role!r} is not one of {', '.join(API_ROLES)}")
+        return keys
 
     @property
     def neo4j_data_dir(self) -> Path:

@@ -56,3 +56,12 @@ CREATE CONSTRAINT index_state_name IF NOT EXISTS FOR (n:IndexState) REQUIRE n.na
 // migration 8: bootstraps (suite-wide first passes) and their runs
 CREATE CONSTRAINT bootstrap_id IF NOT EXISTS FOR (n:Bootstrap) REQUIRE n.id IS UNIQUE;
 CREATE INDEX run_bootstrap IF NOT EXISTS FOR (n:Run) ON (n.bootstrap_id);
+
+// migration 9: EFFECT_ON gets one meaning (docs/CYPHER.md "Measured effect")
+// Until now sum_log_speedup held the log gain over the parent, summed over correct trials. It moves to
+// sum_log_gain, and sum_log_speedup becomes the log speedup over the task's baseline, recomputed exactly from
+// the correct experiences that applied the thought on the target (as is `correct`).
+MATCH (t:Thought)-[e:EFFECT_ON]->(g:Target) WHERE e.sum_log_gain IS NULL
+OPTIONAL MATCH (x:Experience {target_key: g.key, status: 'ok'})-[:APPLIED]->(t) WHERE x.speedup > 0
+WITH e, count(x) AS correct, sum(log(x.speedup)) AS sum_log
+SET e.sum_log_gain = coalesce(e.sum_log_speedup, 0.0), e.sum_log_speedup = toFloat(sum_log), e.correct = correct;

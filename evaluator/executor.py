@@ -18,7 +18,7 @@ from evaluator.runners import get_runner
 from evaluator.targets import TargetProfile
 from evaluator.tasks import KernelTask
 
-JobKind = Literal["candidate", "baseline"]
+JobKind = Literal["candidate", "baseline", "gate"]  # gate: the held-out re-verification (correctness only)
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,8 @@ def run_job(evaluator: Evaluator, job: EvalJob) -> EvalResult:
         return evaluator.baseline(job.task, job.target, job.runner)
     if job.candidate is None:
         raise ValueError("a candidate job needs a candidate")
+    if job.kind == "gate":
+        return evaluator.verify_generalization(job.task, job.target, job.candidate, job.runner)
     return evaluator.evaluate(job.task, job.target, job.candidate, job.runner)
 
 

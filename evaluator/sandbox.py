@@ -27,12 +27,12 @@ import contextlib
 import ctypes
 import os
 import resource
-import secrets
 import selectors
 import signal
 import stat
 import struct
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -127,8 +127,11 @@ def is_root() -> bool:
 @cache
 def network_isolation() -> str:
     """How runs are cut off from the network here: 'netns' (root), 'userns' or 'none'."""
+    if os.environ.get("EOK_SANDBOX_NETWORK") in ("netns", "userns", "none"):  # told by a parent that probed
+        return os.environ["EOK_SANDBOX_NETWORK"]
     probe = [
-        "python3",
+        sys.executable,
+        "-S",
         "-c",
         "import ctypes,sys; l=ctypes.CDLL(None, use_errno=True); "
         f"sys.exit(0 if l.unshare({CLONE_NEWNET}) == 0 else (2 if l.unshare({CLONE_NEWUSER | CLONE_NEWNET}) == 0 "
@@ -156,7 +159,7 @@ def run(
     one folder it may write; read what it wrote with `take()` once this returns. `readable` folders stay
     visible (read-only by permissions) where the mount namespace hides everything else.
     """
-    uid = uid_base() + secrets.randbelow(1 << 20) if limits.isolate and is_root() else None
+    uid = uid_base() + int.from_bytes(os.urandom(4), "little") % (1 << 20) if limits.isolate and is_root() else None
     netmode = network_isolation() if limits.isolate else "none"
     if uid is not None:
         os.chmod(cwd, 0o755)  # readable, not writable, by the sandbox uid
@@ -178,7 +181,7 @@ def run(
         preexec_fn=_child_setup(limits, uid, netmode, _nproc_limit(limits, uid), hide, [cwd, scratch, *readable], filt),
     )
     out, err, timed_out, flooded, truncated = _collect(proc, limits, start)
-    _kill_all(proc, uid)
+    _kill_all(proc, uid, can_spawn=filt is None or filt == "link")
     wall = time.monotonic() - start
     return RunOutput(
         argv=argv,
@@ -203,7 +206,7 @@ def take(scratch: Path, name: str, dest: Path) -> Path:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(f"{name} written by the sandbox is not a regular file")
-        tmp = dest.with_name(f".{dest.name}.{secrets.token_hex(4)}")
+        tmp = dest.with_name(f".{dest.name}.{os.urandom(4).hex()}")
         with os.fdopen(os.dup(fd), "rb") as src, open(tmp, "wb") as out:
             while chunk := src.read(1 << 20):
                 out.write(chunk)
@@ -503,35 +506,48 @@ def _killpg(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _kill_all(proc: subprocess.Popen[bytes], uid: int | None) -> None:
-    """Leave nothing behind: the process group, and with a sandbox uid every process of that uid."""
+def _kill_all(proc: subprocess.Popen[bytes], uid: int | None, can_spawn: bool = True) -> None:
+    """Leave nothing behind: the process group, and with a sandbox uid every process of that uid.
+
+    Under a seccomp profile that forbids new processes, the reaped program was the uid's only process
+    (its threads died with it), so the uid sweep is skipped: it costs a fork and a /proc scan per step.
+    """
     _killpg(proc)
-    if uid is None:
+    if uid is None or not can_spawn:
         return
     # kill(-1) as the sandbox uid signals exactly the processes of that uid, including ones that left
     # the process group with setsid(); the helper dies with them. Repeat until none is left alive: a
     # killed process takes a moment to exit, and on a loaded machine a fork may just have completed.
     deadline = time.monotonic() + 5
     while True:
-        subprocess.run(
-            ["kill", "-KILL", "-1"],
-            preexec_fn=lambda: (os.setgid(uid), os.setuid(uid)),  # type: ignore[func-returns-value]
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            check=False,
-        )
+        pid = os.fork()
+        if pid == 0:  # the child only makes syscalls, then leaves without running Python cleanup
+            try:
+                os.setgroups([])
+                os.setgid(uid)
+                os.setuid(uid)
+                os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
         if not _alive(uid) or time.monotonic() > deadline:
             return
         time.sleep(0.05)
 
 
 def _alive(uid: int) -> bool:
-    """Whether a process of `uid` is still running (zombies are dead; their parent or init reaps them)."""
-    for status in Path("/proc").glob("[0-9]*/status"):
+    """Whether a process of `uid` is still running (zombies are dead; their parent or init reaps them).
+
+    Read from /proc/<pid>/status, not the directory's owner: a non-dumpable process shows as root there.
+    """
+    want = f"\nUid:\t{uid}\t"
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
         try:
-            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+            status = Path(entry.path, "status").read_text()
         except OSError:
             continue
-        if int(fields.get("Uid", "-1 ").split()[0]) == uid and not fields.get("State", "").strip().startswith("Z"):
+        if want in status and "\nState:\tZ" not in status:
             return True
     return False

@@ -259,8 +259,14 @@ def _spawn(settings: Settings, jar: Path, heap: str, pagecache: str, watch_pid: 
     logs.parent.mkdir(parents=True, exist_ok=True)
     cmd = [
         _require_tool("java"),
-        f"-Xms{heap}",  # Neo4j's advice: initial = max heap, so the heap never resizes under load
+        # Neo4j advises initial = max heap; we trade that for a heap that shrinks again: a burst (a huge
+        # analyst answer, a bulk ingest) is given back to the OS by G1's periodic collection.
+        "-Xms128m",
         f"-Xmx{heap}",
+        "-XX:+UseG1GC",
+        "-XX:G1PeriodicGCInterval=5000",
+        "-XX:MaxHeapFreeRatio=30",
+        "-XX:MinHeapFreeRatio=10",
         "-XX:+ExitOnOutOfMemoryError",  # a dead server restarts cleanly; a half-alive one does not
         "-jar",
         str(jar),
@@ -271,6 +277,8 @@ def _spawn(settings: Settings, jar: Path, heap: str, pagecache: str, watch_pid: 
         "--pagecache",
         pagecache,
     ]
+    for key, value in hardening(data).items():
+        cmd += ["--set", f"{key}={value}"]
     if watch_pid is not None:
         cmd += ["--watch-pid", str(watch_pid)]
     with logs.open("ab") as out:
@@ -278,11 +286,64 @@ def _spawn(settings: Settings, jar: Path, heap: str, pagecache: str, watch_pid: 
         out.flush()
         # Its own session: Ctrl-C in the terminal that ran `eok db start` must not reach the server.
         proc = subprocess.Popen(
-            cmd, cwd=data, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            cmd,
+            cwd=data,
+            env=server_environment(),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     pid_file(settings).write_text(f"{proc.pid}\n")
     log.info("started the local Neo4j (pid %d) in %s", proc.pid, data)
     return proc.pid
+
+
+def hardening(data: Path) -> dict[str, str]:
+    """Neo4j settings that keep analysts' Cypher inside the graph even if the service's guard had a hole.
+
+    The same settings are in docker-compose.yml (as NEO4J_* variables); docs/API.md explains each.
+    """
+    empty = data / "import-empty"  # LOAD CSV's root, if file URLs were ever re-enabled: nothing in it
+    empty.mkdir(parents=True, exist_ok=True)
+    return {
+        "dbms.security.allow_csv_import_from_file_urls": "false",
+        "server.directories.import": str(empty),
+        # LOAD CSV over the network: every IPv4 and IPv6 address is blocked.
+        "internal.dbms.cypher_ip_blocklist": "0.0.0.0/0,::/0",
+        "dbms.security.procedures.allowlist": ",".join(PROCEDURE_ALLOWLIST),
+        # One transaction may not take the server down (a 15-million-element answer, a huge collect()).
+        "db.memory.transaction.max": "256m",
+        "dbms.memory.transaction.total.max": "512m",
+    }
+
+
+# The procedures EoK itself calls, and the read procedures analysts may call; nothing else is loaded.
+PROCEDURE_ALLOWLIST = (
+    "db.awaitIndex",
+    "db.awaitIndexes",
+    "db.labels",
+    "db.relationshipTypes",
+    "db.propertyKeys",
+    "db.schema.visualization",
+    "db.schema.nodeTypeProperties",
+    "db.schema.relTypeProperties",
+    "db.index.fulltext.queryNodes",
+    "db.index.fulltext.queryRelationships",
+    "db.index.vector.queryNodes",
+    "db.ping",
+    "dbms.components",
+)
+
+# What the server's JVM inherits: enough to run java, nothing else (no EOK_API_KEYS, no LLM key: a
+# server file read such as /proc/self/environ would otherwise hand them out).
+_SERVER_ENV = ("PATH", "JAVA_HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
+
+
+def server_environment() -> dict[str, str]:
+    env = {k: os.environ[k] for k in _SERVER_ENV if k in os.environ}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    return env
 
 
 def _await_bolt(settings: Settings, running: int) -> None:

@@ -236,6 +236,13 @@ class Run(Node):
     started_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None
     bootstrap_id: str | None = None  # the bootstrap (suite-wide first pass) this run belongs to
+    # Which process executes the run (agent/lease.py): at most one holds an unexpired lease.
+    lease_owner: str | None = None
+    lease_until: datetime | None = None
+    # Audit: the API key ids (never the keys) that started, resumed and cancelled the run.
+    started_by: str | None = None
+    resumed_by: str | None = None
+    cancelled_by: str | None = None
 
 
 class Bootstrap(Node):
@@ -267,7 +274,34 @@ class RelType(StrEnum):
     DERIVED_FROM = "DERIVED_FROM"
     IN_RUN = "IN_RUN"
     SIMILAR_TO = "SIMILAR_TO"
-    EFFECT_ON = "EFFECT_ON"  # (Thought)-[:EFFECT_ON {trials, successes, sum_log_speedup}]->(Target)
+    EFFECT_ON = "EFFECT_ON"  # (Thought)-[:EFFECT_ON {EFFECT_PROPERTIES}]->(Target): see effect_summary
+
+
+EFFECT_PROPERTIES = ("trials", "correct", "successes", "sum_log_speedup", "sum_log_gain")
+
+
+def effect_summary(e: dict[str, Any] | None) -> dict[str, Any]:
+    """The one meaning of a measured effect (docs/CYPHER.md, "Measured effect"), from EFFECT_ON's counters.
+
+    trials: experiences that applied the thought on the target, whatever their status; correct: those that
+    passed; successes: correct and faster than their parent (agent.posterior.is_success). Speedups are
+    averaged over the correct ones only (a failure has no speedup): mean_speedup is the geometric mean of
+    the speedup over the task's baseline, mean_gain that of speedup / parent speedup (what the thought
+    itself added).
+    """
+    e = e or {}
+    trials, correct, successes = (int(e.get(k) or 0) for k in ("trials", "correct", "successes"))
+    return {
+        "trials": trials,
+        "correct": correct,
+        "successes": successes,
+        "sum_log_speedup": float(e.get("sum_log_speedup") or 0.0),
+        "sum_log_gain": float(e.get("sum_log_gain") or 0.0),
+        "mean_speedup": math.exp(float(e.get("sum_log_speedup") or 0.0) / correct) if correct else None,
+        "mean_gain": math.exp(float(e.get("sum_log_gain") or 0.0) / correct) if correct else None,
+        "success_rate": successes / trials if trials else None,
+        "pass_rate": correct / trials if trials else None,
+    }
 
 
 class Relationship(BaseModel):

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from knowledge.embeddings import Embedder
+from knowledge.models import effect_summary
 from knowledge.store import GraphStore
 from knowledge.taxonomy import MAX_PLAUSIBLE_SPEEDUP, Isa, Operator, Technique, parse_enum
 from knowledge.vector_index import FRESHNESS_CHECK_S, VectorIndex
@@ -21,8 +22,82 @@ Kind = Literal["thought", "idea", "experience"]
 KIND_LABEL: dict[str, str] = {"thought": "Thought", "idea": "Idea", "experience": "Experience"}
 LABEL_KIND = {v: k for k, v in KIND_LABEL.items()}
 EXPANSION_FANOUT = 5  # thoughts per matched idea that graph expansion may add
-RESULT_CACHE_SIZE = 2048  # answers kept while the graph is unchanged
+RESULT_CACHE_BYTES = 64 * 2**20  # answers kept while the graph is unchanged, bounded by their JSON size
+RESULT_MAX_BYTES = RESULT_CACHE_BYTES // 16  # a larger single answer (k in the thousands) is not kept
 RRF_K = 60  # the usual reciprocal-rank constant: flattens the head so no single ranker dominates
+# Log-scale weights of what a query names explicitly: the operator is the most specific, then the ISA,
+# then the technique; code on another ISA than the one named costs as much as the ISA match earns.
+INTENT_WEIGHT = {"operator": 1.0, "isa": 0.6, "technique": 0.5}
+
+# What a kernel engineer's query names, in the words such queries use (not the miners' commit patterns:
+# those read code and commit messages). Operators are tried in order; the first match wins per word.
+_QUERY_ISA: list[tuple[Isa, re.Pattern[str]]] = [
+    (Isa.XTHEADVECTOR, re.compile(r"xthead|thead|\b0\.7(\.1)?\b|\bc9[0-2]\d\b", re.I)),
+    (
+        Isa.RVV,
+        re.compile(
+            r"\brvv\b|risc-?v|riscv|\bvsetvli?\b|\bvfmacc|\bvfred|\bvle\d|\bvlse|\blmul\b|zvfh|\bk1\b|\bx60\b", re.I
+        ),
+    ),
+    (Isa.NEON, re.compile(r"\bneon\b|aarch64|\barm64?\b", re.I)),
+    (Isa.SVE, re.compile(r"\bsve2?\b", re.I)),
+    (Isa.AVX512, re.compile(r"avx-?512", re.I)),
+    (Isa.AVX2, re.compile(r"\bavx2\b", re.I)),
+    (Isa.SSE, re.compile(r"\bsse\d?\b|\bx86\b", re.I)),
+]
+_QUERY_OPERATOR: list[tuple[Operator, re.Pattern[str]]] = [
+    (Operator.QUANT_DOT, re.compile(r"vec_dot|quantized dot|\bq\d_[0-9k]\b", re.I)),  # ggml block formats
+    (Operator.QUANTIZE, re.compile(r"quantize|dequant|\bfp16 to\b|\bf16 to\b|conversion", re.I)),
+    (Operator.TRSM, re.compile(r"\btrsm\b", re.I)),
+    (Operator.GEMV, re.compile(r"gemv|\bger\b|symv|matrix-vector", re.I)),
+    (Operator.GEMM, re.compile(r"gemm|matmul|micro-?kernel", re.I)),
+    (Operator.DOT, re.compile(r"\b[sd]?dot\b|dot product", re.I)),
+    (Operator.AXPY, re.compile(r"axpy", re.I)),
+    (Operator.NRM2, re.compile(r"nrm2", re.I)),
+    (Operator.SOFTMAX, re.compile(r"softmax", re.I)),
+    (Operator.NORM, re.compile(r"rms_?norm|layer_?norm|batch_?norm", re.I)),
+    (Operator.CONV, re.compile(r"\bconv|im2col|winograd", re.I)),
+    (Operator.ACTIVATION, re.compile(r"gelu|silu|relu|sigmoid|tanh|activation", re.I)),
+    (Operator.ROPE, re.compile(r"\brope\b|rotary", re.I)),
+    (Operator.REDUCE, re.compile(r"\bi?amax\b|\bi?amin\b|asum|\bsum\b", re.I)),  # "reduce once" is a technique
+    (Operator.ELEMENTWISE, re.compile(r"\b[sd]?scal\b", re.I)),
+]
+
+_QUERY_TECHNIQUE: list[tuple[Technique, re.Pattern[str]]] = [
+    (Technique.PREFETCH, re.compile(r"prefetch", re.I)),
+    (Technique.UNROLL, re.compile(r"unroll", re.I)),
+    (Technique.MULTI_ACCUMULATOR, re.compile(r"accumulators|partial sums", re.I)),
+    (Technique.VECTOR_LENGTH, re.compile(r"\blmul\b|register group", re.I)),
+    (Technique.TAIL_HANDLING, re.compile(r"\btails?\b|epilogue|remainder", re.I)),
+    (Technique.PACKING, re.compile(r"packing|\bpack\b", re.I)),
+    (Technique.REGISTER_BLOCKING, re.compile(r"blocking|tiling|micro-?kernel", re.I)),
+    (Technique.WIDENING, re.compile(r"widening|vwmacc|vwmul", re.I)),
+    (Technique.REDUCTION, re.compile(r"reduce once|horizontal|vfredusum|vredsum", re.I)),
+    (Technique.MEMORY_ACCESS, re.compile(r"strided|unit-?stride|\bvlse", re.I)),
+    (Technique.APPROXIMATION, re.compile(r"polynomial|approximat", re.I)),
+    (Technique.THREADING, re.compile(r"thread|multicore|openmp", re.I)),
+]
+
+
+class Intent(BaseModel):
+    """What a query names explicitly: "unroll sgemm on RVV" -> isa {rvv}, operator {gemm}, technique {unroll}."""
+
+    isa: set[str] = set()
+    operator: set[str] = set()
+    technique: set[str] = set()
+
+
+def query_intent(query: str) -> Intent:
+    isas = {str(isa) for isa, rx in _QUERY_ISA if rx.search(query)}
+    if str(Isa.XTHEADVECTOR) in isas:
+        isas.add(str(Isa.RVV))  # a 0.7.1 port starts from RVV code
+    return Intent(
+        isa=isas,
+        operator={str(op) for op, rx in _QUERY_OPERATOR if rx.search(query)},
+        technique={str(t) for t, rx in _QUERY_TECHNIQUE if rx.search(query)},
+    )
+
+
 Read = Callable[..., list[dict[str, Any]]]  # q(cypher, **params) inside one read transaction
 
 
@@ -67,7 +142,7 @@ class SearchHit(BaseModel):
     sources: list[str] = []
     node: dict[str, Any] = {}
     evidence: list[dict[str, Any]] = Field(default_factory=list)
-    measured: dict[str, Any] | None = None  # effect on the filter's target: trials, successes, mean speedup
+    measured: dict[str, Any] | None = None  # effect on the filter's target: models.effect_summary + target
 
 
 class Retriever:
@@ -75,7 +150,8 @@ class Retriever:
         self.store = store
         self.embedder = embedder
         self.index = index
-        self._results: OrderedDict[tuple, list[SearchHit]] = OrderedDict()
+        self._results: OrderedDict[tuple, tuple[list[SearchHit], int]] = OrderedDict()
+        self._results_bytes = 0
         self._results_gen = -1
         self._lock = threading.Lock()
         self.cache_hits = 0
@@ -90,20 +166,35 @@ class Retriever:
         with self._lock:
             if gen != self._results_gen:
                 self._results.clear()
+                self._results_bytes = 0
                 self._results_gen = gen
-            hits = self._results.get(key)
-            if hits is not None:
+            cached = self._results.get(key)
+            if cached is not None:
                 self._results.move_to_end(key)
                 self.cache_hits += 1
-                return [h.model_copy() for h in hits]
+                return [h.model_copy() for h in cached[0]]
             self.cache_misses += 1
         hits = self._search(query, k, f)
-        with self._lock:
-            if gen == self._results_gen:
-                self._results[key] = hits
-                if len(self._results) > RESULT_CACHE_SIZE:
-                    self._results.popitem(last=False)
+        self._keep(key, hits, gen)
         return [h.model_copy() for h in hits]
+
+    @property
+    def cached_bytes(self) -> int:
+        return self._results_bytes
+
+    def _keep(self, key: tuple, hits: list[SearchHit], gen: int) -> None:
+        """Cache an answer, evicting the least recently used until the total fits RESULT_CACHE_BYTES."""
+        size = sum(len(h.model_dump_json()) for h in hits) + len(key[0]) + 200
+        if size > RESULT_MAX_BYTES:
+            return
+        with self._lock:
+            if gen != self._results_gen or key in self._results:
+                return
+            self._results[key] = (hits, size)
+            self._results_bytes += size
+            while self._results_bytes > RESULT_CACHE_BYTES:
+                _, (_, dropped) = self._results.popitem(last=False)
+                self._results_bytes -= dropped
 
     def _search(self, query: str, k: int, f: SearchFilters) -> list[SearchHit]:
         kinds = [f.kind] if f.kind else ["thought", "idea", "experience"]
@@ -115,6 +206,13 @@ class Retriever:
         for label in labels:
             for r, hit in enumerate(self.index.search(qvec, pool, {label}, f.attribute_filters(label))):
                 ranks.setdefault((label, hit.key), {})["vector"] = r
+        intent = query_intent(query)
+        if "Thought" in labels:
+            # What the query names explicitly joins the pool as a ranker of its own: the nearest thoughts
+            # on each named ISA (and operator), so a generic-sounding phrasing cannot crowd them out.
+            for extra in _intent_filters(intent, f):
+                for r, hit in enumerate(self.index.search(qvec, pool, {"Thought"}, extra)):
+                    ranks.setdefault(("Thought", hit.key), {}).setdefault("intent", r)
 
         def graph_side(q: Read) -> list[SearchHit]:
             for label, keys in self._fulltext(q, query, pool, f, labels).items():
@@ -122,7 +220,7 @@ class Retriever:
                     ranks.setdefault((label, key), {})["fulltext"] = r
             fused = {key: sum(1.0 / (RRF_K + 1 + r) for r in src.values()) for key, src in ranks.items()}
             self._expand(q, fused, ranks, f, set(labels) | ({"Idea"} if "idea" in kinds else set()))
-            return self._finish(q, fused, ranks, f, k)
+            return self._finish(q, fused, ranks, f, k, intent)
 
         return self.store.read_many(graph_side)
 
@@ -202,7 +300,13 @@ class Retriever:
     # -- details and prior -----------------------------------------------------------------------------
 
     def _finish(
-        self, q: Read, fused: dict[tuple[str, str], float], ranks: dict, f: SearchFilters, k: int
+        self,
+        q: Read,
+        fused: dict[tuple[str, str], float],
+        ranks: dict,
+        f: SearchFilters,
+        k: int,
+        intent: Intent | None = None,
     ) -> list[SearchHit]:
         # Apply the prior to a generous head only: details cost a query, the tail never wins.
         head = sorted(fused, key=fused.__getitem__, reverse=True)[: max(3 * k, 30)]
@@ -212,7 +316,8 @@ class Retriever:
             d = details.get(key)
             if d is None:
                 continue
-            prior = _outcome_prior(key[0], d)
+            fit = _intent_fit(d["node"], intent) if intent and key[0] == "Thought" else 0.0
+            prior = _outcome_prior(key[0], d) + fit
             hits.append(
                 SearchHit(
                     kind=LABEL_KIND[key[0]],  # type: ignore[arg-type]
@@ -234,7 +339,9 @@ class Retriever:
         out: dict[tuple[str, str], dict] = {}
         if ids["Thought"]:
             for r in q(_THOUGHT_DETAILS, ids=ids["Thought"], target=target):
-                out[("Thought", r["id"])] = {"node": r["node"], "evidence": r["evidence"], "measured": r["measured"]}
+                m = r["measured"]
+                measured = {"target": m["target"], **effect_summary(m)} if m else None
+                out[("Thought", r["id"])] = {"node": r["node"], "evidence": r["evidence"], "measured": measured}
         if ids["Idea"]:
             for r in q(_IDEA_DETAILS, ids=ids["Idea"]):
                 out[("Idea", r["id"])] = {"node": r["node"], "evidence": r["evidence"]}
@@ -252,7 +359,7 @@ WITH t, id, collect(c {.sha, .repo, .title, .perf_claims, .claim_spans, .isas})[
 OPTIONAL MATCH (t)-[e:EFFECT_ON]->(g:Target {key: $target})
 RETURN id, t {.id, .idea_id, .title, .description, .example_code, .technique, .isa, .operator,
               .evidence_commits, .prior_speedup, .claims, .rvv_equivalents, .source} AS node, evidence,
-       CASE WHEN e IS NULL THEN null ELSE e {.trials, .successes, .sum_log_speedup, target: g.key} END AS measured
+       CASE WHEN e IS NULL THEN null ELSE e {.*, target: g.key} END AS measured
 """
 _IDEA_DETAILS = """
 UNWIND $ids AS id MATCH (i:Idea {id: id})
@@ -278,9 +385,10 @@ def _outcome_prior(label: str, d: dict[str, Any]) -> float:
         mined = 0.05 * math.log1p(node.get("evidence_commits") or 0) + 0.2 * math.log(claimed)
         m = d.get("measured")
         if m and m.get("trials"):
+            # What the thought itself added (gain over the parent); a failure counts as no gain.
             n = m["trials"]
-            mean = (m.get("sum_log_speedup") or 0.0) / n
-            success = (m.get("successes") or 0) / n
+            mean = m["sum_log_gain"] / n
+            success = m["successes"] / n
             w = n / (n + 3)  # shrink small samples toward the mined prior
             return _clamp(w * (mean + 0.3 * (success - 0.5)) + (1 - w) * mined)
         return _clamp(mined)
@@ -288,6 +396,30 @@ def _outcome_prior(label: str, d: dict[str, Any]) -> float:
         s = node.get("speedup")
         return _clamp(0.5 * math.log(s)) if node.get("status") == "ok" and s else -0.3
     return _clamp(0.05 * math.log1p(sum(t.get("evidence_commits") or 0 for t in d["evidence"])))
+
+
+def _intent_filters(intent: Intent, f: SearchFilters) -> list[dict[str, str]]:
+    base = f.attribute_filters("Thought")
+    out = []
+    for isa in sorted(intent.isa) or [None]:
+        for op in sorted(intent.operator) or [None]:
+            extra = {**({"isa": isa} if isa else {}), **({"operator": op} if op else {})}
+            if extra and all(base.get(a, v) == v for a, v in extra.items()):
+                out.append({**base, **extra})
+    return out
+
+
+def _intent_fit(node: dict[str, Any], intent: Intent) -> float:
+    """Log-scale: + for each named ISA, operator and technique it matches; - for code on another ISA than
+    the one named (portable C is neither)."""
+    fit = 0.0
+    isa = node.get("isa") or "generic"
+    if intent.isa and isa not in intent.isa:
+        fit -= INTENT_WEIGHT["isa"] if isa != "generic" else 0.0
+    for field in ("isa", "operator", "technique"):
+        if node.get(field) in getattr(intent, field):
+            fit += INTENT_WEIGHT[field]
+    return fit
 
 
 def _clamp(x: float) -> float:

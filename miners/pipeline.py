@@ -259,6 +259,10 @@ class Miner:
         for k in ("walk_cpu_s", "patches_thread_cpu_s", "classify_thread_cpu_s"):
             report.timings[k] = round(stamps[k], 3)
         self.progress.update("reading commits", len(walked), len(walked))
+        # Patches were read and classified alongside the walk: report their totals as finished stages.
+        self.progress.update("patches read (candidates)", len(candidates), len(candidates))
+        n_opt = sum(1 for m in candidates if m.classification.is_optimization)
+        self.progress.update("classified as optimizations", n_opt, n_opt)
         report.commits_read = len(walked)
         report.candidates = len(candidates)
         report.commits = [_verdict(m) for m in candidates]
@@ -290,7 +294,9 @@ class Miner:
         if opts.llm and evidence:
             self._llm(evidence, report)
         t_distill = time.perf_counter()
+        self.progress.update("distilling thoughts", 0, len(evidence))
         drafts = build_thoughts(evidence)
+        self.progress.update("distilling thoughts", len(evidence), len(evidence))
         graph = self._graph_thoughts(list(drafts))
         embedder = embedder_future.result()
         thoughts = [self._thought(d, graph.get(d.id)) for d in drafts.values()]
@@ -316,8 +322,11 @@ class Miner:
         rels = [_rel(RelType.HAS_THOUGHT, "Idea", t.idea_id, "Thought", t.id) for t in thoughts]
         for d in drafts.values():
             rels += [_rel(RelType.EVIDENCED_BY, "Thought", d.id, "Commit", sha) for sha in d.evidence]
-        ingest = Ingestor(self.store, embedder).ingest([repo_node, *ideas, *thoughts], rels, precomputed=vectors)
+        nodes = [repo_node, *ideas, *thoughts]
+        self.progress.update("writing to the graph", 0, len(nodes))
+        ingest = Ingestor(self.store, embedder).ingest(nodes, rels, precomputed=vectors)
         self._move_thoughts(moves)
+        self.progress.update("writing to the graph", len(nodes), len(nodes))
         report.embedded = ingest.embedded
         report.timings["distill_and_ingest"] = round(time.perf_counter() - t0, 3)
 
@@ -390,6 +399,7 @@ class Miner:
             return {}
         self.progress.update("embedding thoughts", 0, len(new))
         vecs = embedder.embed([t.embedding_text() or t.title for t in new])
+        self.progress.update("embedding thoughts", len(new), len(new))
         return {t.id: v for t, v in zip(new, vecs, strict=True)}
 
     def _group_ideas(

@@ -125,8 +125,10 @@ def build_graph(c: Container, thoughts: int, seed: int = 11) -> None:
                         end_key="k1-x60",
                         props={
                             "trials": trials,
+                            "correct": trials,
                             "successes": int(rng.integers(0, trials + 1)),
-                            "sum_log_speedup": float(trials * rng.normal(0.05, 0.2)),
+                            "sum_log_speedup": float(trials * rng.normal(0.3, 0.2)),
+                            "sum_log_gain": float(trials * rng.normal(0.05, 0.2)),
                         },
                     )
                 )

@@ -103,10 +103,11 @@ STAMP="$VENV/.eok-installed"
 hash=$(sha256sum pyproject.toml | cut -d' ' -f1)
 stamp=$(cat "$STAMP" 2>/dev/null || true)
 if [ "$stamp" != "$hash [dev]" ] && [ "$stamp" != "$hash $EXTRAS" ]; then
-  # Measured on a 2-core Debian 12 machine: 10 minutes, 6.2 GB (torch from PyPI brings its CUDA libraries).
-  say "installing Python packages into $VENV: the first time takes about 10 minutes and 6.2 GB of disk"
-  say "(torch from PyPI with its CUDA libraries; less when download.pytorch.org's CPU-only build is reachable)"
+  say "installing Python packages into $VENV${EXTRAS:+ (with the test tools)}"
   if ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
+    # Measured on Debian 12, 2 shared cores: 10 (idle) to 17 (loaded) minutes, 6.2 GB.
+    say "the first time takes 10-17 minutes and 6.2 GB of disk (torch from PyPI brings its CUDA libraries;"
+    say "less when download.pytorch.org's CPU-only build is reachable)"
     # sentence-transformers needs torch; its CPU-only build is 0.2 GB against 4+ GB with the CUDA libraries.
     "$VENV/bin/pip" install -q --retries 0 --timeout 15 torch --index-url https://download.pytorch.org/whl/cpu 2>/dev/null ||
       say "download.pytorch.org is not reachable: torch comes from PyPI with its CUDA libraries"

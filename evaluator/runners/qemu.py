@@ -14,7 +14,7 @@ from pathlib import Path
 
 from core.errors import InvalidInput, Unavailable
 from evaluator.runners.base import Measurement
-from evaluator.sandbox import PROJECT_ROOT, Limits, RunOutput, run
+from evaluator.sandbox import PROJECT_ROOT, Limits, RunOutput, network_isolation, run
 from evaluator.targets import TargetProfile
 from evaluator.toolchain import Build, BuildKind
 
@@ -61,7 +61,8 @@ class QemuRunner:
         python = [sys.executable, "-S", "-P", "-m", "evaluator.sandbox_launch", *options, "--"]
         cmd = " ".join(shlex.quote(a) for a in [*python, shutil.which(QEMU) or QEMU])
         root = shlex.quote(str(PROJECT_ROOT))
-        wrapper = _shared_script(f'#!/bin/sh\nPYTHONPATH={root} exec {cmd} "$@"\n')
+        probed = f"EOK_SANDBOX_NETWORK={network_isolation()}"  # spares the launcher its own probe per run
+        wrapper = _shared_script(f'#!/bin/sh\nPYTHONPATH={root} {probed} exec {cmd} "$@"\n')
         return [str(wrapper), "-cpu", target.qemu_cpu, "./" + build.binary.name, *args]
 
     def release(self, build: Build) -> None:

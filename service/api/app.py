@@ -8,9 +8,10 @@ earlier process left unfinished. At shutdown: running runs are stopped and recor
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 from fastapi import FastAPI
@@ -62,9 +63,11 @@ def create_app(
         state = await run_in_threadpool(_assemble, settings, container, optimizer_factory, resume_runs, warm)
         app.state.eok = state
         stop_sync = _start_vector_sync(state.container)
+        restore = _stop_runs_on_signal(state.runs)
         try:
             yield
         finally:
+            restore()
             stop_sync.set()
             if (boots := getattr(app.state, "eok_bootstraps", None)) is not None:
                 await run_in_threadpool(boots.shutdown)
@@ -119,9 +122,41 @@ def _assemble(
         container=container,
         keys=keys,
         queries=load_saved_queries(),
-        cypher=ReadOnlyCypher(store, settings.cypher_timeout_s, settings.cypher_row_cap),
+        cypher=ReadOnlyCypher(store, settings.cypher_timeout_s, settings.cypher_row_cap, settings.cypher_byte_cap),
         runs=manager,
     )
+
+
+def _stop_runs_on_signal(runs: RunManager) -> Callable[[], None]:
+    """SIGTERM/SIGINT: ask runs to stop first, then let the server's own handler begin its shutdown.
+
+    The server waits for open connections before the lifespan's shutdown; a page watching a run keeps its
+    event stream open, so without this the run went on and the watcher never saw a terminal event.
+    Returns a function restoring the previous handlers. Only possible in the main thread (not in tests
+    that serve from a thread, where the lifespan's shutdown still stops the runs).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def handler(signum: int, frame: Any) -> None:
+        log.info("signal %d: stopping runs after their current evaluation", signum)
+        runs.begin_shutdown()
+        chained = previous.get(signal.Signals(signum))
+        if callable(chained):
+            chained(signum, frame)
+        elif chained == signal.SIG_DFL:
+            raise KeyboardInterrupt
+
+    for sig in previous:
+        signal.signal(sig, handler)
+
+    def restore() -> None:
+        for sig, old in previous.items():
+            with suppress(ValueError, TypeError):
+                signal.signal(sig, old)
+
+    return restore
 
 
 VECTOR_SYNC_INTERVAL_S = 10.0

@@ -1,8 +1,12 @@
 """Analysts' Cypher: the saved queries in cypher/queries/*.cypher and ad-hoc read-only queries.
 
-Both run in a READ access-mode session with a transaction timeout and a row cap. Neo4j refuses writes in
-read mode; a few read-mode clauses that reach outside the graph (LOAD CSV reads server files and URLs,
-TERMINATE kills other people's transactions, dbms.* exposes server settings) are refused here first.
+Neo4j judges every query, not a text pattern: `EXPLAIN` gives its plan (nothing runs), and any operator
+outside READ_OPERATORS (writes, schema, LOAD CSV, SHOW TRANSACTIONS/SETTINGS, TERMINATE, CALL { } IN
+TRANSACTIONS) or a procedure outside READ_PROCEDURES refuses the query. Then it runs in a READ access-mode
+transaction with a server-side timeout, a row cap and a byte cap, streamed; the service abandons the
+connection at timeout + 0.5 s because Neo4j stops a query only between rows. The local server's config
+adds a second wall (knowledge/local_neo4j.hardening: no file URLs, every IP blocked for LOAD CSV, a
+transaction memory limit, a minimal environment).
 
 A saved query file starts with a header of `//` comment lines:
 
@@ -19,14 +23,25 @@ import base64
 import json
 import math
 import re
+import threading
 import time
-from collections.abc import Mapping
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import neo4j
-from neo4j.exceptions import ClientError, CypherSyntaxError, Neo4jError, ServiceUnavailable, SessionExpired
+from neo4j.exceptions import (
+    ClientError,
+    CypherSyntaxError,
+    DriverError,
+    Neo4jError,
+    ServiceUnavailable,
+    SessionExpired,
+)
 from neo4j.graph import Node as GraphNode
 from neo4j.graph import Path as GraphPath
 from neo4j.graph import Relationship as GraphRelationship
@@ -58,6 +73,16 @@ class CypherSyntax(CypherError):
 class WriteRefused(EokError):
     http_status = 403
     code = "write_refused"
+
+
+class Busy(EokError):
+    http_status = 503
+    code = "busy"
+
+
+class AnswerTooLarge(EokError):
+    http_status = 400
+    code = "answer_too_large"
 
 
 class QueryTimeout(EokError):
@@ -230,21 +255,59 @@ def get_saved_query(queries: Mapping[str, SavedQuery], name: str) -> SavedQuery:
 
 # -- guarded execution ----------------------------------------------------------------------------------
 
-# Read-mode statements that still reach outside the graph or into other sessions.
-_FORBIDDEN = (
-    (re.compile(r"\bLOAD\s+CSV\b", re.I), "LOAD CSV (it reads files and URLs on the database server)"),
-    (re.compile(r"\bTERMINATE\s+TRANSACTIONS?\b", re.I), "TERMINATE TRANSACTION (it stops other sessions' work)"),
-    (
-        re.compile(
-            r"\bSHOW\s+(?!(?:ALL\s+|RANGE\s+|FULLTEXT\s+|VECTOR\s+|LOOKUP\s+|POINT\s+|TEXT\s+)*"
-            r"(?:INDEX|INDEXES|CONSTRAINTS?|PROCEDURES?|FUNCTIONS?)\b)",
-            re.I,
-        ),
-        "SHOW other than SHOW INDEXES/CONSTRAINTS/PROCEDURES/FUNCTIONS (it exposes other sessions or settings)",
-    ),
-    (re.compile(r"\bdbms\s*\.", re.I), "dbms.* procedures (they expose server configuration)"),
-    (re.compile(r"(?:^|[^.\w`])USE\s+[`\w]", re.I), "USE (queries run on the EoK database only)"),
+# Neo4j's own plan decides what a query does: every operator must be one of these read operators (the
+# part before any "(...)" variant such as Expand(All)). Anything else (writes, schema, LOAD CSV, SHOW
+# TRANSACTIONS/SETTINGS, TERMINATE, CALL { } IN TRANSACTIONS, an operator a newer Neo4j adds) is refused.
+READ_OPERATORS = frozenset(
+    """
+    ProduceResults EmptyResult EmptyRow Argument ArgumentTracker Projection Filter Limit ExhaustiveLimit Skip
+    Sort PartialSort Top Top1WithTies PartialTop Distinct OrderedDistinct Aggregation EagerAggregation
+    OrderedAggregation Unwind PartitionedUnwind Union OrderedUnion Optional Eager CacheProperties
+    AllNodesScan PartitionedAllNodesScan NodeByLabelScan PartitionedNodeByLabelScan NodeByIdSeek
+    NodeByElementIdSeek NodeIndexSeek PartitionedNodeIndexSeek NodeUniqueIndexSeek NodeIndexSeekByRange
+    NodeUniqueIndexSeekByRange NodeIndexScan PartitionedNodeIndexScan NodeIndexContainsScan
+    NodeIndexEndsWithScan MultiNodeIndexSeek IntersectionNodeByLabelsScan UnionNodeByLabelsScan
+    SubtractionNodeByLabelsScan NodeCountFromCountStore RelationshipCountFromCountStore
+    DirectedRelationshipIndexSeek UndirectedRelationshipIndexSeek DirectedRelationshipIndexScan
+    UndirectedRelationshipIndexScan DirectedRelationshipIndexSeekByRange UndirectedRelationshipIndexSeekByRange
+    DirectedRelationshipIndexContainsScan UndirectedRelationshipIndexContainsScan
+    DirectedRelationshipIndexEndsWithScan UndirectedRelationshipIndexEndsWithScan
+    DirectedRelationshipUniqueIndexSeek UndirectedRelationshipUniqueIndexSeek
+    DirectedRelationshipTypeScan UndirectedRelationshipTypeScan DirectedUnionRelationshipTypesScan
+    UndirectedUnionRelationshipTypesScan DirectedAllRelationshipsScan UndirectedAllRelationshipsScan
+    DirectedRelationshipByIdSeek UndirectedRelationshipByIdSeek DirectedRelationshipByElementIdSeek
+    UndirectedRelationshipByElementIdSeek Expand OptionalExpand VarLengthExpand BFSPruningVarLengthExpand
+    ShortestPath StatefulShortestPath Repeat Trail NullifyMetadata ProjectEndpoints
+    Apply SemiApply AntiSemiApply LetSemiApply LetAntiSemiApply SelectOrSemiApply SelectOrAntiSemiApply
+    LetSelectOrSemiApply LetSelectOrAntiSemiApply RollUpApply ConditionalApply AntiConditionalApply
+    CartesianProduct NodeHashJoin ValueHashJoin NodeLeftOuterHashJoin NodeRightOuterHashJoin
+    TriadicSelection TriadicBuild TriadicFilter AssertSameNode AssertSameRelationship Anti
+    ShowIndexes ShowConstraints ShowProcedures ShowFunctions ProcedureCall
+    """.split()
 )
+
+# Read procedures analysts may call (checked by the name in Neo4j's plan, after it resolved backticks).
+READ_PROCEDURES = frozenset(
+    {
+        "db.labels",
+        "db.relationshipTypes",
+        "db.propertyKeys",
+        "db.schema.visualization",
+        "db.schema.nodeTypeProperties",
+        "db.schema.relTypeProperties",
+        "db.index.fulltext.queryNodes",
+        "db.index.fulltext.queryRelationships",
+        "db.index.vector.queryNodes",
+    }
+)
+
+# Answers larger than this are cut (like the row cap); a single record larger than it is refused.
+DEFAULT_BYTE_CAP = 4 * 1024 * 1024
+# The service never waits longer than timeout + this for Neo4j: Neo4j stops a query only between rows,
+# so one huge expression could otherwise hold the request (and its connection) for minutes.
+_ABANDON_AFTER_S = 0.5
+_EXPLAIN_TIMEOUT_S = 10.0
+_VERDICT_CACHE_CHARS = 2 * 2**20  # plan verdicts kept for this many characters of query text
 
 
 @dataclass
@@ -254,6 +317,8 @@ class QueryResult:
     truncated: bool
     elapsed_ms: float
     row_cap: int
+    byte_cap: int = DEFAULT_BYTE_CAP
+    bytes: int = 0
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -263,39 +328,152 @@ class QueryResult:
             "row_count": len(self.rows),
             "truncated": self.truncated,
             "row_cap": self.row_cap,
+            "byte_cap": self.byte_cap,
             "elapsed_ms": round(self.elapsed_ms, 2),
         }
 
 
 class ReadOnlyCypher:
-    """Runs analyst Cypher in READ access mode with a transaction timeout and a row cap."""
+    """Runs analyst Cypher that Neo4j's own plan shows to be a read, in a READ transaction with a
+    server-side timeout, a row cap and a byte cap; the service gives up on Neo4j at timeout + 0.5 s."""
 
-    def __init__(self, store: GraphStore, timeout_s: float, row_cap: int) -> None:
+    def __init__(
+        self, store: GraphStore, timeout_s: float, row_cap: int, byte_cap: int = DEFAULT_BYTE_CAP, parallel: int = 2
+    ) -> None:
         self.store = store
         self.timeout_s = timeout_s
         self.row_cap = row_cap
+        self.byte_cap = byte_cap
+        self._slots = threading.BoundedSemaphore(parallel)  # bounds abandoned-but-still-running queries
+        self._verdicts: OrderedDict[str, str] = OrderedDict()  # query text -> "" (a read) or why not
+        self._verdict_chars = 0
+        self._verdict_lock = threading.Lock()
 
     def run(self, query: str, params: Mapping[str, Any] | None = None) -> QueryResult:
         query = query.strip()
         if not query:
             raise InvalidInput("the query is empty", "send a Cypher statement in the `query` field")
-        check_read_only_text(query)
-        cap = self.row_cap
-
-        @neo4j.unit_of_work(timeout=self.timeout_s)
-        def work(tx: neo4j.ManagedTransaction) -> tuple[list[str], list[dict[str, Any]], bool]:
-            result = tx.run(query, dict(params or {}))
-            rows: list[dict[str, Any]] = []
-            for record in result:
-                if len(rows) == cap:
-                    return list(result.keys()), rows, True  # stop reading: the rest is discarded
-                rows.append({k: to_json(v) for k, v in record.items()})
-            return list(result.keys()), rows, False
-
-        began = time.perf_counter()
+        params = dict(params or {})
+        if not self._slots.acquire(timeout=self.timeout_s):
+            raise Busy(
+                "the analysts' Cypher slots are all busy with earlier queries still running in Neo4j",
+                "retry in a few seconds; make long queries cheaper with a LIMIT or an indexed filter",
+            )
+        began = time.monotonic()
+        tag = uuid.uuid4().hex
+        abandoned = threading.Event()
         try:
-            with self.store.session(read_only=True) as session:
-                columns, rows, truncated = session.execute_read(work)
+            with self._translated():
+                self._check_plan(query, params)
+                columns, rows, truncated, size = self._execute(query, params, tag, abandoned)
+            return QueryResult(
+                columns, rows, truncated, (time.monotonic() - began) * 1000, self.row_cap, self.byte_cap, size
+            )
+        finally:
+            if abandoned.is_set():  # Neo4j may still be computing it: the slot frees when it is gone
+                threading.Thread(target=self._release_when_gone, args=(tag,), daemon=True).start()
+            else:
+                self._slots.release()
+
+    def _release_when_gone(self, tag: str, limit_s: float = 600.0) -> None:
+        """Hold an abandoned query's slot until Neo4j no longer lists its transaction (or limit_s)."""
+        deadline = time.monotonic() + limit_s
+        try:
+            while time.monotonic() < deadline:
+                rows = self.store.read(
+                    "SHOW TRANSACTIONS YIELD metaData WHERE metaData.eok_query = $tag RETURN count(*) AS n", tag=tag
+                )
+                if not rows or rows[0]["n"] == 0:
+                    return
+                time.sleep(1.0)
+        except (Neo4jError, DriverError, OSError):
+            return
+        finally:
+            self._slots.release()
+
+    def _check_plan(self, query: str, params: dict[str, Any]) -> None:
+        """EXPLAIN (nothing runs) and refuse any operator that is not a read; verdicts are kept per text."""
+        with self._verdict_lock:
+            known = self._verdicts.get(query)
+            if known is not None:
+                self._verdicts.move_to_end(query)
+        if known is None:
+            known = self._plan_verdict(query, params)
+            self._keep_verdict(query, known)
+        if known:
+            raise WriteRefused(
+                f"the query {known}; analysts' Cypher is read-only within the graph and nothing was run",
+                "query the graph with MATCH/RETURN and the db.* read procedures "
+                f"({', '.join(sorted(READ_PROCEDURES))})",
+            )
+
+    def _plan_verdict(self, query: str, params: dict[str, Any]) -> str:
+        """'' for a read, else why not. Planning only, bounded by the 20k-character query limit; its own,
+        longer timeout because a cold JVM on a loaded machine can take seconds to plan a large query."""
+        explain = neo4j.Query("EXPLAIN " + query, timeout=max(self.timeout_s, _EXPLAIN_TIMEOUT_S))
+        with self.store.session(read_only=True) as session:
+            summary = session.run(explain, params).consume()
+        if summary.plan is None:
+            return "has no plan Neo4j would show, so it cannot be shown to be a read"
+        return plan_problem(summary.plan) or ""
+
+    def _keep_verdict(self, query: str, verdict: str) -> None:
+        """The same text always plans to the same kinds of operators (values change nothing a procedure
+        name or a clause could depend on), so a verdict is reused; bounded by the texts' total size."""
+        with self._verdict_lock:
+            self._verdicts[query] = verdict
+            self._verdict_chars += len(query)
+            while self._verdict_chars > _VERDICT_CACHE_CHARS:
+                old, _ = self._verdicts.popitem(last=False)
+                self._verdict_chars -= len(old)
+
+    def _execute(
+        self, query: str, params: dict[str, Any], tag: str, abandoned: threading.Event
+    ) -> tuple[list[str], list[dict[str, Any]], bool, int]:
+        rows: list[dict[str, Any]] = []
+        size = 0
+        with self.store.session(read_only=True) as session:
+            # The execution gets the whole timeout (planning is bounded separately: a cold JVM on a loaded
+            # machine may take seconds to plan a legitimate query); the service gives up 0.5 s after it.
+            tx = session.begin_transaction(timeout=self.timeout_s, metadata={"eok_query": tag})
+            watchdog = threading.Timer(self.timeout_s + _ABANDON_AFTER_S, _abandon, (tx, abandoned))
+            watchdog.start()
+            try:
+                result = tx.run(query, params)
+                columns = list(result.keys())
+                for record in result:
+                    row = {k: to_json(v) for k, v in record.items()}
+                    row_bytes = len(json.dumps(row, default=str))
+                    if len(rows) == self.row_cap or size + row_bytes > self.byte_cap:
+                        if not rows:
+                            raise AnswerTooLarge(
+                                f"one row of the answer is larger than the {self.byte_cap // 1024} KiB byte cap",
+                                "return fewer or smaller values (e.g. size(list) instead of the list)",
+                            )
+                        return columns, rows, True, size
+                    rows.append(row)
+                    size += row_bytes
+                return columns, rows, False, size
+            except (Neo4jError, DriverError, OSError):
+                if abandoned.is_set():
+                    raise self._timeout() from None
+                raise
+            finally:
+                watchdog.cancel()
+                if not abandoned.is_set():
+                    with suppress(Neo4jError, DriverError, OSError):
+                        tx.close()  # rolls back; the server stops producing the rest of the answer
+
+    def _timeout(self) -> QueryTimeout:
+        return QueryTimeout(
+            f"the query ran longer than the {self.timeout_s:g} s limit and was stopped",
+            "narrow the MATCH, add a LIMIT, or use an index-backed property filter",
+        )
+
+    @contextmanager
+    def _translated(self) -> Iterator[None]:
+        try:
+            yield
         except Neo4jError as e:
             raise translate_neo4j_error(e, self.timeout_s) from None
         except (ServiceUnavailable, SessionExpired) as e:
@@ -305,22 +483,37 @@ class ReadOnlyCypher:
                 f"a query parameter cannot be sent to Neo4j: {e}",
                 "integers must fit in 64 bits; values must be strings, numbers, booleans, lists or maps",
             ) from None
-        return QueryResult(columns, rows, truncated, (time.perf_counter() - began) * 1000, cap)
 
 
-def check_read_only_text(query: str) -> None:
-    """Refuse the read-mode clauses that reach outside the graph; strings and comments are ignored."""
-    code = _strip_strings_and_comments(query)
-    for pattern, what in _FORBIDDEN:
-        if pattern.search(code):
-            raise WriteRefused(
-                f"the query uses {what}, which analysts' Cypher does not allow",
-                "query the graph with MATCH/RETURN (and db.* procedures); nothing was run",
-            )
+def _abandon(tx: neo4j.Transaction, abandoned: threading.Event) -> None:
+    """Close the connection under a query Neo4j did not stop in time: our side stops reading at once."""
+    abandoned.set()
+    connection = getattr(tx, "_connection", None)
+    if connection is not None:
+        with suppress(Exception):  # a connection closing under us is exactly what we want here
+            connection.kill()
+
+
+def plan_problem(plan: Mapping[str, Any]) -> str | None:
+    """Why a plan is not a read inside the graph, or None; walks every operator of the plan tree."""
+    operator = str(plan.get("operatorType", "")).split("@", 1)[0]
+    base = operator.split("(", 1)[0]
+    if base not in READ_OPERATORS:
+        return f"needs the operator {operator} (not a read of the graph)"
+    if base == "ProcedureCall":
+        details = str(plan.get("args", {}).get("Details", ""))
+        name = details.split("(", 1)[0].strip()
+        if name not in READ_PROCEDURES:
+            return f"calls the procedure {name or details!r}, which is not one of the allowed read procedures"
+    for child in plan.get("children", []):
+        problem = plan_problem(child)
+        if problem:
+            return problem
+    return None
 
 
 def _strip_strings_and_comments(text: str) -> str:
-    """Blank out string literals, quoted names and comments so keyword checks see only code."""
+    """Saved-query files only: blank strings and comments so `$name` uses can be listed (not a guard)."""
     out = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
     out = re.sub(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", "''", out)
     return re.sub(r"//[^\n]*", " ", out)
@@ -357,8 +550,8 @@ def to_json(value: Any) -> Any:
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None
-    if isinstance(value, GraphNode):
-        return {"_labels": sorted(value.labels), **_props(value)}
+    if isinstance(value, GraphNode):  # _id: so the page can draw relationships between returned nodes
+        return {"_id": value.element_id, "_labels": sorted(value.labels), **_props(value)}
     if isinstance(value, GraphRelationship):
         start = value.start_node.element_id if value.start_node is not None else None
         end = value.end_node.element_id if value.end_node is not None else None

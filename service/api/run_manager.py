@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
+from agent.lease import LeaseHeld
 from agent.types import ProgressEvent, RunOutcome, RunRequest
 from core.errors import EokError, NotFound
 from knowledge.models import Experience, Run, RunStatus
@@ -138,36 +139,64 @@ class RunManager:
 
     # -- start, cancel, resume --------------------------------------------------------------------------
 
-    def submit(self, req: RunRequest) -> Run:
+    def submit(self, req: RunRequest, by: str | None = None) -> Run:
         agent = self._agent()
         self._check_capacity()
         run = agent.create_run(req)  # validates task and target, stores the run as queued
+        self._audit(run.id, "started_by", by)
         self._schedule(run.id)
         return run
 
-    def resume(self, run_id: str) -> Run:
+    def resume(self, run_id: str, by: str | None = None) -> Run:
         run = self.get_run(run_id)
         if self.is_active(run_id):
             raise Conflict(f"run {run_id} is already executing in this service")
         if run.status in FINISHED:
             raise Conflict(f"run {run_id} has finished ({run.status}); only unfinished runs resume")
+        owner = self._live_owner(run_id)
+        if owner is not None:
+            raise Conflict(f"run {run_id} is being executed by another process ({owner})", "wait for it to finish")
         self._check_capacity()
-        self._schedule(run_id)
+        self._audit(run_id, "resumed_by", by)
+        self._schedule(run_id, resumed=True)
         return run
 
-    def cancel(self, run_id: str) -> Run:
+    def cancel(self, run_id: str, by: str | None = None) -> Run:
         run = self.get_run(run_id)
         with self._lock:
             channel = self._channels.get(run_id)
+            future = self._futures.get(run_id)
         if channel is not None and not channel.done:
+            self._audit(run_id, "cancelled_by", by)
             channel.user_cancelled = True
-            channel.cancel.set()  # the agent stops after its current evaluation
-            return run
+            channel.cancel.set()  # a run executing stops after its current evaluation
+            if future is not None and future.cancel():  # still queued: it never starts, cancelled now
+                self._finish_unstarted(channel)
+            return self.get_run(run_id)
         if run.status in FINISHED:
             raise Conflict(f"run {run_id} has already finished ({run.status})", "nothing to cancel")
+        owner = self._live_owner(run_id)
+        if owner is not None:
+            raise Conflict(
+                f"run {run_id} is being executed by another process ({owner}); cancel it there",
+                "stop that process (Ctrl-C or SIGTERM); its run is then resumable here",
+            )
         # Queued or interrupted with no worker on it (e.g. left by an earlier process): cancel in the graph.
+        self._audit(run_id, "cancelled_by", by)
         self._set_status(run_id, RunStatus.CANCELLED, "cancelled while not executing")
         return self.get_run(run_id)
+
+    def _audit(self, run_id: str, field: str, key_id: str | None) -> None:
+        """Who did it: the key id (a hash prefix, never the key) on the Run node."""
+        if key_id is not None:
+            self.store.write(f"MATCH (r:Run {{id: $id}}) SET r.{field} = $k", id=run_id, k=key_id)
+
+    def _live_owner(self, run_id: str) -> str | None:
+        """The process holding an unexpired lease on the run, if any (agent/lease.py)."""
+        rows = self.store.read(
+            "MATCH (r:Run {id: $id}) WHERE r.lease_until >= datetime() RETURN r.lease_owner AS o", id=run_id
+        )
+        return rows[0]["o"] if rows else None
 
     def _check_capacity(self) -> None:
         with self._lock:
@@ -180,8 +209,11 @@ class RunManager:
                 "wait for some to finish, or cancel one with DELETE /runs/{id}",
             )
 
-    def _schedule(self, run_id: str) -> None:
+    def _schedule(self, run_id: str, resumed: bool = False) -> None:
         channel = RunChannel(run_id)
+        if resumed:  # the events so far, so history and SSE ids continue instead of restarting at 0
+            channel.events = [e for e in self.replay_from_graph(self.get_run(run_id)) if e.kind not in TERMINAL_EVENTS]
+            self._set_status(run_id, RunStatus.QUEUED, None, clear_error=True)
         with self._lock:
             self._channels[run_id] = channel
             self._channels.move_to_end(run_id)
@@ -207,6 +239,10 @@ class RunManager:
 
         try:
             self._agent().execute(run_id, on_event=on_event, cancel=channel.cancel)
+        except LeaseHeld as e:  # another process executes it: not ours to fail or interrupt
+            log.warning("run %s: %s", run_id, e)
+            channel.publish(ProgressEvent(run_id=run_id, kind="failed", status="owned_elsewhere", message=str(e)))
+            channel.stopping_service = False
         except EokError as e:
             log.warning("run %s failed: %s", run_id, e)
             self._fail(channel, str(e))
@@ -245,15 +281,23 @@ class RunManager:
         self._set_status(channel.run_id, RunStatus.INTERRUPTED, message, unless=("done", "failed"))
         channel.publish(ProgressEvent(run_id=channel.run_id, kind="failed", status="interrupted", message=message))
 
-    def _set_status(self, run_id: str, status: RunStatus, error: str | None, unless: tuple[str, ...] = ()) -> None:
+    def _set_status(
+        self,
+        run_id: str,
+        status: RunStatus,
+        error: str | None,
+        unless: tuple[str, ...] = (),
+        clear_error: bool = False,
+    ) -> None:
         self.store.write(
             "MATCH (r:Run {id: $id}) WHERE NOT r.status IN $unless "
-            "SET r.status = $status, r.error = coalesce($error, r.error), "
+            "SET r.status = $status, r.error = CASE WHEN $clear THEN null ELSE coalesce($error, r.error) END, "
             "r.finished_at = CASE WHEN $status IN ['done', 'failed', 'cancelled'] THEN datetime() END",
             id=run_id,
             status=str(status),
             error=error,
             unless=list(unless),
+            clear=clear_error,
         )
 
     # -- startup and shutdown ---------------------------------------------------------------------------
@@ -269,10 +313,12 @@ class RunManager:
         ):
             if row["id"] not in known:
                 found.append(self.get_run(row["id"]))
-        report: dict[str, list[str]] = {"resumed": [], "interrupted": []}
+        report: dict[str, list[str]] = {"resumed": [], "interrupted": [], "owned_elsewhere": []}
         for run in found:
-            if resume and self.optimizer is not None:
-                self._schedule(run.id)
+            if self._live_owner(run.id) is not None:  # a live `eok optimize` (or another service) has it
+                report["owned_elsewhere"].append(run.id)
+            elif resume and self.optimizer is not None:
+                self._schedule(run.id, resumed=True)
                 report["resumed"].append(run.id)
             elif run.status != RunStatus.INTERRUPTED:
                 why = "the service restarted before the run finished; POST /runs/{id}/resume continues it"
@@ -282,14 +328,20 @@ class RunManager:
             log.info("unfinished runs at startup: %s", report)
         return report
 
-    def shutdown(self) -> None:
-        """Stop accepting runs, ask running ones to stop, and record them as interrupted (resumable)."""
+    def begin_shutdown(self) -> None:
+        """Stop accepting runs and ask running ones to stop (returns at once). Each then checkpoints after
+        its current evaluation, is recorded as interrupted (resumable) and ends its event stream, so SSE
+        listeners get a terminal event and disconnect before the server waits for open connections."""
         self._stopping = True
         with self._lock:
             channels = [c for c in self._channels.values() if not c.done]
         for channel in channels:
             channel.stopping_service = True
             channel.cancel.set()
+
+    def shutdown(self) -> None:
+        """begin_shutdown, then wait for the workers to finish their current evaluations."""
+        self.begin_shutdown()
         self._pool.shutdown(wait=True, cancel_futures=False)
 
     # -- reading ----------------------------------------------------------------------------------------

@@ -37,6 +37,25 @@ class Health(BaseModel):
     active_runs: int
 
 
+class WhoAmI(BaseModel):
+    role: Literal["reader", "analyst", "operator"]
+    key_id: str = Field(description="key- and 10 hex digits of the key's SHA-256; never the key")
+
+
+class TechniqueEffect(BaseModel):
+    target: str
+    technique: str
+    trials: int
+    mean_speedup: float = Field(description="geometric mean of measured speedups over the trials")
+    thoughts: int
+
+
+class Overview(BaseModel):
+    nodes: dict[str, int]
+    recent_runs: list[dict[str, Any]]
+    top_techniques: list[TechniqueEffect] = Field(description="per target, up to 5 techniques, best first")
+
+
 # -- knowledge ------------------------------------------------------------------------------------------
 
 
@@ -62,11 +81,15 @@ class EffectOut(BaseModel):
     """Measured effect of a thought on one target (the EFFECT_ON relationship)."""
 
     target: str
-    trials: int
-    successes: int
-    sum_log_speedup: float
-    mean_speedup: float | None = Field(description="geometric mean: exp(sum_log_speedup / trials)")
-    success_rate: float | None
+    trials: int = Field(description="experiences that applied the thought on the target, any status")
+    correct: int = Field(description="those that compiled and passed the checks")
+    successes: int = Field(description="correct and faster than their parent")
+    sum_log_speedup: float = Field(description="sum of ln(speedup over the task's baseline), correct ones")
+    sum_log_gain: float = Field(description="sum of ln(speedup / parent speedup), correct ones")
+    mean_speedup: float | None = Field(description="geometric mean speedup over baseline: exp(sum_log_speedup/correct)")
+    mean_gain: float | None = Field(description="geometric mean gain over the parent: exp(sum_log_gain / correct)")
+    success_rate: float | None = Field(description="successes / trials")
+    pass_rate: float | None = Field(description="correct / trials")
 
 
 class ExperienceSummary(BaseModel):
@@ -116,6 +139,7 @@ class ThoughtSummary(BaseModel):
     evidence_commits: int = 0
     prior_speedup: float | None = None
     trials: int = 0
+    correct: int = 0
     successes: int = 0
 
 
@@ -223,6 +247,10 @@ class RunDetail(BaseModel):
     error: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
+    lease_owner: str | None = Field(None, description="the process executing the run (host:pid:nonce), if any")
+    started_by: str | None = Field(None, description="key id (a hash prefix, never the key) that started it")
+    resumed_by: str | None = Field(None, description="key id that last resumed it")
+    cancelled_by: str | None = Field(None, description="key id that cancelled it")
     active: bool = Field(description="executing or queued in this service process")
     history: list[float | None] = Field([], description="best speedup after each evaluation")
     best: RunBest | None = None
@@ -295,6 +323,7 @@ class QueryResultOut(BaseModel):
     columns: list[str]
     rows: list[dict[str, Any]]
     row_count: int
-    truncated: bool = Field(description="true when more rows existed than the row cap")
+    truncated: bool = Field(description="true when more rows existed than the row cap or the byte cap allows")
     row_cap: int
+    byte_cap: int = Field(description="the answer's rows stop before their JSON exceeds this many bytes")
     elapsed_ms: float

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from dataclasses import dataclass
 from enum import IntEnum
@@ -33,7 +34,12 @@ class Role(IntEnum):
 @dataclass(frozen=True)
 class Caller:
     role: Role
-    key_id: str  # a short, non-secret label for logs: the key's first characters
+    key_id: str  # a non-secret name for audit records and logs: a hash prefix (security.key_id)
+
+
+def key_id(key: str) -> str:
+    """A stable, non-secret name for a key (audit records, logs): a hash prefix, never the key's text."""
+    return "key-" + hashlib.sha256(key.encode()).hexdigest()[:10]
 
 
 class KeyRing:
@@ -65,7 +71,7 @@ class KeyRing:
                 role = key_role
         if role is None:
             raise Unauthorized("the API key is not valid", "check the key, or ask the operator of this server")
-        return Caller(role, presented[:4] + "…")
+        return Caller(role, key_id(presented))
 
 
 # Declared as security schemes so /docs offers "Authorize" and /openapi.json names them.

@@ -5,12 +5,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import math
 from datetime import datetime
 from typing import Any
 
 from core.errors import InvalidInput, NotFound
-from knowledge.models import ExperienceStatus, Run
+from knowledge.models import ExperienceStatus, Run, effect_summary
 from knowledge.store import GraphStore
 from service.api.cypher import to_json
 
@@ -40,13 +39,16 @@ def idea_detail(store: GraphStore, idea_id: str) -> dict[str, Any]:
         store,
         "MATCH (:Idea {id: $id})-[:HAS_THOUGHT]->(t:Thought) "
         "OPTIONAL MATCH (t)-[e:EFFECT_ON]->(:Target) "
-        "WITH t, sum(coalesce(e.trials, 0)) AS trials, sum(coalesce(e.successes, 0)) AS successes "
+        "WITH t, sum(coalesce(e.trials, 0)) AS trials, sum(coalesce(e.correct, 0)) AS correct, "
+        "sum(coalesce(e.successes, 0)) AS successes "
         "RETURN t {.id, .title, .technique, .isa, .operator, .evidence_commits, .prior_speedup} AS t, "
-        "trials, successes ORDER BY t.evidence_commits DESC, t.id",
+        "trials, correct, successes ORDER BY t.evidence_commits DESC, t.id",
         id=idea_id,
     )
     idea = rows[0]["idea"]
-    idea["thoughts"] = [{**r["t"], "trials": r["trials"], "successes": r["successes"]} for r in thoughts]
+    idea["thoughts"] = [
+        {**r["t"], "trials": r["trials"], "correct": r["correct"], "successes": r["successes"]} for r in thoughts
+    ]
     return idea
 
 
@@ -77,8 +79,7 @@ def thought_detail(store: GraphStore, thought_id: str) -> dict[str, Any]:
         for r in _rows(
             store,
             "MATCH (:Thought {id: $id})-[e:EFFECT_ON]->(g:Target) "
-            "RETURN g.key AS target, e.trials AS trials, e.successes AS successes, "
-            "e.sum_log_speedup AS sum_log_speedup ORDER BY target",
+            "RETURN g.key AS target, properties(e) AS e ORDER BY target",
             id=thought_id,
         )
     ]
@@ -108,17 +109,7 @@ def _commit(c: dict[str, Any], repo_url: str | None) -> dict[str, Any]:
 
 
 def _effect(r: dict[str, Any]) -> dict[str, Any]:
-    trials = int(r.get("trials") or 0)
-    successes = int(r.get("successes") or 0)
-    total = float(r.get("sum_log_speedup") or 0.0)
-    return {
-        "target": r["target"],
-        "trials": trials,
-        "successes": successes,
-        "sum_log_speedup": total,
-        "mean_speedup": math.exp(total / trials) if trials else None,
-        "success_rate": successes / trials if trials else None,
-    }
+    return {"target": r["target"], **effect_summary(r["e"])}
 
 
 # -- experiences ----------------------------------------------------------------------------------------
@@ -233,3 +224,49 @@ def list_runs(store: GraphStore, status: str | None, limit: int) -> list[Run]:
     )
     found = store.get_nodes(Run, [r["id"] for r in rows])
     return [found[r["id"]] for r in rows if r["id"] in found]
+
+
+RUN_SUMMARY_FIELDS = {"id", "task_id", "target_key", "status", "evaluations", "budget", "best_speedup", "started_at"}
+
+
+def node_counts(store: GraphStore) -> dict[str, int]:
+    counts = store.stats()["labels"]
+    return {k: v for k, v in counts.items() if k not in ("Migration", "IndexState")}
+
+
+def top_techniques(store: GraphStore, per_target: int = 5) -> list[dict[str, Any]]:
+    """Measured effects (EFFECT_ON) pooled by technique per target, best geometric mean first."""
+    return _rows(
+        store,
+        "MATCH (t:Thought)-[e:EFFECT_ON]->(g:Target) WHERE e.trials > 0 "
+        "WITH g.key AS target, t.technique AS technique, sum(e.trials) AS trials, "
+        "sum(e.sum_log_speedup) AS logs, count(t) AS thoughts "
+        "WITH target, technique, trials, thoughts, exp(logs / trials) AS mean_speedup "
+        "ORDER BY target, mean_speedup DESC "
+        "WITH target, collect({technique: technique, trials: trials, mean_speedup: mean_speedup, "
+        "thoughts: thoughts})[..$n] AS best UNWIND best AS b "
+        "RETURN target, b.technique AS technique, b.trials AS trials, b.mean_speedup AS mean_speedup, "
+        "b.thoughts AS thoughts",
+        n=per_target,
+    )
+
+
+def link_lineage_commits(store: GraphStore, lineage: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each lineage commit gains `url`: the commit on its forge when its repository's remote is known."""
+    repos = {c.get("repo") for step in lineage for c in step.get("commits") or []} - {None}
+    urls = (
+        {
+            r["name"]: r["url"]
+            for r in _rows(
+                store,
+                "MATCH (r:Repository) WHERE r.name IN $names RETURN r.name AS name, r.url AS url",
+                names=sorted(repos),
+            )
+        }
+        if repos
+        else {}
+    )
+    return [
+        {**step, "commits": [_commit(c, urls.get(c.get("repo"))) for c in step.get("commits") or []]}
+        for step in lineage
+    ]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 
-from service.cli.app import app, run_cli
+from service.cli.app import app, interrupted, run_cli
 
 __all__ = ["app", "main"]
 
@@ -23,5 +24,8 @@ def _register() -> None:
 
 
 def main() -> None:
+    # Ctrl-C acts at once, wherever the main thread waits (a thread pool's shutdown would otherwise wait out
+    # running evaluations). `eok serve` replaces this with uvicorn's graceful shutdown while it serves.
+    signal.signal(signal.SIGINT, lambda *_: interrupted())
     _register()
     sys.exit(run_cli())

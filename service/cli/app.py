@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+import threading
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from pydantic import ValidationError
@@ -84,8 +87,7 @@ def run_cli(argv: list[str] | None = None) -> int:
         _error(_one_line(e.format_message()), None)
         return e.exit_code
     except (KeyboardInterrupt, typer.Abort):
-        err_console.print("[yellow]interrupted[/]", highlight=False)
-        return INTERRUPTED_EXIT
+        interrupted()
     except EokError as e:
         _error(_one_line(e.message), e.hint)
         return e.exit_code
@@ -102,6 +104,66 @@ def run_cli(argv: list[str] | None = None) -> int:
             raise
         _error(f"unexpected {type(e).__name__}: {_one_line(str(e))}", "rerun with EOK_DEBUG=1 and report the traceback")
         return 1
+
+
+# Work a command wants done when Ctrl-C stops it (e.g. mark its run interrupted); each returns a note or None.
+_interrupt_hooks: list[Callable[[], str | None]] = []
+INTERRUPT_BUDGET_S = 1.5  # Ctrl-C must end any command within 2 s
+
+
+def on_interrupt(hook: Callable[[], str | None]) -> None:
+    _interrupt_hooks.append(hook)
+
+
+def interrupted() -> NoReturn:
+    """Ctrl-C: run the hooks (bounded), end our own child processes, one line, exit 130 at once.
+
+    Exiting with os._exit skips joining worker threads, which could otherwise wait out an evaluation's
+    60 s limit; nothing is half-written because graph writes are transactions and files are replaced
+    atomically. The local Neo4j is not ours to stop: it keeps running for the next command."""
+    notes: list[str] = []
+
+    def run_hooks() -> None:
+        for hook in _interrupt_hooks:
+            with contextlib.suppress(Exception):
+                note = hook()
+                if note:
+                    notes.append(note)
+
+    worker = threading.Thread(target=run_hooks, daemon=True)
+    worker.start()
+    worker.join(INTERRUPT_BUDGET_S)
+    _kill_children()
+    err_console.print(f"[yellow]interrupted[/]{': ' + '; '.join(notes) if notes else ''}", highlight=False)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(INTERRUPTED_EXIT)
+
+
+def _kill_children() -> None:
+    """Compilers and qemu runs we started (each in its own session, so Ctrl-C did not reach them)."""
+    import psutil
+
+    spared = _local_neo4j_pids()
+    with contextlib.suppress(psutil.Error):
+        for child in psutil.Process().children(recursive=True):
+            if child.pid not in spared:
+                with contextlib.suppress(psutil.Error):
+                    child.kill()
+
+
+def _local_neo4j_pids() -> set[int]:
+    import psutil
+
+    from core.settings import get_settings
+
+    with contextlib.suppress(Exception):
+        from knowledge import local_neo4j
+
+        pid = local_neo4j.pid(get_settings())
+        if pid:
+            return {pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))}
+    return set()
 
 
 def _one_line(text: str) -> str:

@@ -32,7 +32,8 @@ def cypher_command(
     from knowledge.store import GraphStore
 
     with GraphStore.connect(settings) as store:
-        result = ReadOnlyCypher(store, settings.cypher_timeout_s, settings.cypher_row_cap).run(query.text, params)
+        guard = ReadOnlyCypher(store, settings.cypher_timeout_s, settings.cypher_row_cap, settings.cypher_byte_cap)
+        result = guard.run(query.text, params)
     if json_out:
         print_json({"query": name, "params": params, **result.as_dict()})
         return
@@ -55,7 +56,10 @@ def _print_list(items: list[dict[str, Any]], json_out: bool) -> None:
     if json_out:
         print_json([{k: v for k, v in q.items() if k != "cypher"} for q in items])
         return
-    table = Table("name", "summary", "parameters (default)")
+    table = Table()
+    table.add_column("name", no_wrap=True)  # typed by users: never cut with an ellipsis
+    table.add_column("summary", ratio=2)
+    table.add_column("parameters (default)", ratio=1)
     for q in items:
         params = ", ".join(
             f"{p['name']}: {p['type']}" + (" (required)" if p["required"] else f" = {json.dumps(p['default'])}")

@@ -35,7 +35,19 @@ def start(json_out: bool = JsonOpt) -> None:
 
     settings = get_settings()
     began = time.monotonic()
-    uri = local_neo4j.start(settings)
+    if json_out or not settings.uses_local_neo4j or local_neo4j.pid(settings):
+        uri = local_neo4j.start(settings)
+    else:  # a cold start takes 10 s to 2 min (JVM, store recovery, first build): show that it is working
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("starting the local Neo4j"),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
+        ):
+            uri = local_neo4j.start(settings)
     info = {**_where(settings), "uri": uri, "seconds": round(time.monotonic() - began, 2)}
     if json_out:
         print_json(info)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from enum import StrEnum
 
 import typer
-from rich.table import Table
+from rich.padding import Padding
+from rich.text import Text
 
 from core.errors import NotFound
 from service.cli.app import JsonOpt, app, console, print_json
@@ -47,16 +48,21 @@ def search(
     if not hits:
         console.print("no matching ideas or thoughts (mine a repository first: eok mine PATH)")
         return
-    t = Table(title=f"ideas and thoughts for {query!r}")
-    for col in ("#", "kind", "id", "title", "isa/op", "prior", "evidence"):
-        t.add_column(col, overflow="fold")
+    # A record per hit rather than a wide table: ids (typed into `eok ideas show`) stay whole on their own
+    # line at 80 columns and the title wraps under them.
+    console.print(f"[bold]ideas and thoughts for {query!r}[/]", highlight=False)
     for i, h in enumerate(hits, 1):
         node = h.node
-        isa_op = f"{node.get('isa', '')}/{node.get('operator', '')}" if h.kind == "thought" else ""
-        prior = node.get("prior_speedup")
-        ev = ", ".join(f"{e.get('sha', e.get('id', ''))[:9]}" for e in h.evidence[:3])
-        t.add_row(str(i), h.kind, h.id, h.title, isa_op, f"{prior:.2f}x" if prior else "", ev)
-    console.print(t)
+        facts = [h.kind]
+        if h.kind == "thought":
+            facts.append(f"{node.get('isa', '')}/{node.get('operator', '')}")
+        if node.get("prior_speedup"):
+            facts.append(f"prior {node['prior_speedup']:.2f}x")
+        console.print(f"{i:>2}. [bold]{h.id}[/]  ({', '.join(facts)})", highlight=False, soft_wrap=True)
+        console.print(Padding(Text(h.title or ""), (0, 0, 0, 4)))
+        ev = _evidence(h.evidence)
+        if ev:
+            console.print(Padding(Text(f"evidence: {ev}", style="dim"), (0, 0, 0, 4)))
 
 
 @ideas_app.command()
@@ -106,3 +112,13 @@ def show(
         console.print(
             f"  - {th['id']}: {th['title']} ({th['evidence_commits']} commits)", highlight=False, markup=False
         )
+
+
+def _evidence(items: list[dict]) -> str:
+    """Commits by short sha; thoughts (an idea's evidence) by count, since a cut id is no id at all."""
+    shas = [e["sha"][:10] for e in items if e.get("sha")]
+    others = len(items) - len(shas)
+    parts = [", ".join(shas[:3])] if shas else []
+    if others:
+        parts.append(f"{others} thought{'s' * (others != 1)}")
+    return "; ".join(parts)

@@ -49,8 +49,22 @@ def up(
         _print_outcome(outcome)
     if exit_after:
         container.close()
+        log.print(f"[bold]4/4[/] done (--exit: not serving). {_neo4j_note(settings)}", highlight=False)
         return
+    log.print(f"      {_neo4j_note(settings)}", highlight=False)
     _serve(container, settings, log)
+
+
+def _neo4j_note(settings) -> str:
+    """The local Neo4j outlives this command (the next one starts in seconds): say so and how to stop it."""
+    from knowledge import local_neo4j
+
+    if not settings.uses_local_neo4j:
+        return f"Neo4j at {settings.bolt_uri} is not managed by eok."
+    return (
+        f"The local Neo4j (pid {local_neo4j.pid(settings)}, heap {settings.local_neo4j_heap} + page cache "
+        f"{settings.local_neo4j_pagecache}) keeps running for the next command; stop it with `eok db stop`."
+    )
 
 
 def _load_knowledge(container, log) -> str:

@@ -25,13 +25,19 @@ class _RichProgress:
         self.bar = bar
         self.tasks: dict[str, TaskID] = {}
         self.started: dict[str, float] = {}
+        self.first: dict[str, int] = {}
 
     def update(self, phase: str, done: int, total: int | None) -> None:
         if phase not in self.tasks:
             self.tasks[phase] = self.bar.add_task(phase, total=total, rate="")
             self.started[phase] = time.monotonic()
-        elapsed = max(1e-6, time.monotonic() - self.started[phase])
-        self.bar.update(self.tasks[phase], completed=done, total=total, rate=f"{done / elapsed:,.0f}/s")
+            self.first[phase] = done
+        elapsed = time.monotonic() - self.started[phase]
+        # A rate from the items done since the phase's first report, once there is time to divide by
+        # (the first report of 200 commits after 4 microseconds read as 49,188,392/s).
+        moved = done - self.first[phase]
+        rate = f"{moved / elapsed:,.0f}/s" if elapsed >= 0.5 and moved > 0 else ""
+        self.bar.update(self.tasks[phase], completed=done, total=total, rate=rate)
 
 
 @app.command()
@@ -96,7 +102,7 @@ def _run(
             TextColumn("{task.fields[rate]}"),
             TimeElapsedColumn(),
             console=err_console,
-            transient=True,
+            transient=False,  # each stage's count stays on screen
             disable=json_out,
         )
         with bar:

@@ -12,7 +12,8 @@ from rich.table import Table
 from agent.types import ProgressEvent, RunOutcome, RunRequest
 from core.errors import InvalidInput
 from core.settings import get_settings
-from service.cli.app import GeneratorName, JsonOpt, RunnerName, app, console, print_json
+from knowledge.models import RunStatus, utcnow
+from service.cli.app import GeneratorName, JsonOpt, RunnerName, app, console, on_interrupt, print_json
 
 
 class _Progress:
@@ -41,7 +42,7 @@ class _Progress:
             t.add_column(col)
         for d, r in self.rows.items():
             t.add_row(d, str(r["evals"]), str(r["ok"]), _x(r["best"]))
-        t.caption = self.last[:100]
+        t.caption = self.last  # wraps at the terminal width rather than being cut mid-word
         return t
 
 
@@ -61,6 +62,9 @@ def optimize(
     seed: Annotated[int, typer.Option(help="random seed")] = 0,
     runner: Annotated[RunnerName | None, typer.Option(help="default: EOK_DEFAULT_RUNNER (qemu)")] = None,
     resume: Annotated[str | None, typer.Option(help="resume the run with this id")] = None,
+    show_prompt: Annotated[
+        bool, typer.Option("--show-prompt", help="print the first LLM prompt for this task and exit (runs nothing)")
+    ] = False,
     cluster: Annotated[str | None, typer.Option(help="Ray cluster HOST:PORT or auto (default EOK_RAY_ADDRESS)")] = None,
     json_out: bool = JsonOpt,
 ) -> None:
@@ -71,6 +75,16 @@ def optimize(
 
     if not task and not resume:
         raise InvalidInput("give a TASK (e.g. saxpy) or --resume RUN_ID", "see `eok tasks list`")
+    if show_prompt:
+        if not task:
+            raise InvalidInput("--show-prompt needs a TASK", "e.g. `eok optimize sdot --show-prompt`")
+        container = Container(get_settings())
+        req = RunRequest(
+            task=task, target=target, directions=directions, seed=seed, runner=runner.value if runner else None
+        )
+        _print_prompt(Optimizer(container).first_prompt(req), json_out)
+        container.close()
+        return
     if not resume:
         _check_up_front(task or "", target, runner.value if runner else None)
     settings = get_settings()
@@ -97,6 +111,14 @@ def optimize(
     container.close()
 
 
+def _print_prompt(messages: list[dict[str, str]], json_out: bool) -> None:
+    if json_out:
+        print_json({"messages": messages})
+        return
+    for m in messages:  # plain print: the prompt is markdown with code; rich would restyle it
+        print(f"===== {m['role']} =====\n{m['content']}\n")
+
+
 def _check_up_front(task: str, target: str, runner: str | None) -> None:
     """Task, target and runner errors before the graph is touched (they need no Neo4j)."""
     from evaluator.runners import get_runner
@@ -112,20 +134,26 @@ def _check_up_front(task: str, target: str, runner: str | None) -> None:
 def _execute(opt, run_id: str, budget: int, quiet: bool) -> RunOutcome:
     progress = _Progress(budget)
     cancel = threading.Event()
+
+    def mark_interrupted() -> str:
+        # Resumable: `--resume` (or `eok serve`) continues from the experiences already recorded.
+        cancel.set()
+        opt.recorder.update_run(run_id, status=RunStatus.INTERRUPTED.value, finished_at=utcnow())
+        return f"run {run_id} marked interrupted; resume with `eok optimize --resume {run_id}`"
+
+    on_interrupt(mark_interrupted)
     if quiet:
         return opt.execute(run_id, cancel=cancel)
-    console.print(f"run [bold]{run_id}[/] (resume with `eok optimize --resume {run_id}`)")
+    # Two short lines: at 80 columns the resume command must not break where a user copies it.
+    console.print(f"run [bold]{run_id}[/]", highlight=False)
+    console.print(f"resume with: eok optimize --resume {run_id}", highlight=False, soft_wrap=True)
     with Live(progress.table(), console=console, refresh_per_second=4, transient=False) as live:
 
         def on_event(e: ProgressEvent) -> None:
             progress.update(e)
             live.update(progress.table())
 
-        try:
-            outcome = opt.execute(run_id, on_event=on_event, cancel=cancel)
-        except KeyboardInterrupt:
-            cancel.set()
-            raise
+        outcome = opt.execute(run_id, on_event=on_event, cancel=cancel)
     console.print()
     return outcome
 
@@ -142,9 +170,15 @@ def _outcome_json(o: RunOutcome) -> dict:
 
 
 def _print_outcome(o: RunOutcome) -> None:
+    from agent.report import MODELED_CAVEAT, improved, over_baseline
+
     r = o.run
-    t = Table(title=f"run {r.id}: {r.task_id} on {r.target_key}", caption="best speedup over the competent baseline")
-    for col in ("best speedup", "over -O3", "evaluations", "LLM calls", "LLM tokens", "time", "status"):
+    t = Table(
+        title=f"run {r.id}: {r.task_id} on {r.target_key}",
+        title_justify="left",
+        caption="best speedup over the competent baseline",
+    )
+    for col in ("best", "over -O3", "evals", "LLM calls", "tokens", "time", "status"):  # fits 80 columns
         t.add_column(col)
     t.add_row(
         _x(r.best_competent_speedup),
@@ -156,24 +190,43 @@ def _print_outcome(o: RunOutcome) -> None:
         str(r.status),
     )
     console.print(t)
-    if o.best:
+    if not (o.best and improved(over_baseline(o.best))):
+        gain = over_baseline(o.best) if o.best else None
+        best = f" (best correct candidate {gain:.2f}x)" if gain else ""
+        console.print(f"[bold yellow]no improvement: keep the baseline[/]{best}", highlight=False)
+    else:
         console.print(
-            f"best kernel ({o.best.measurement}): {o.artifacts.get('code')}  flags: {' '.join(o.best.cflags) or '-'}"
+            f"[bold green]best kernel: {_x(o.best.competent_speedup)} over the competent baseline[/], "
+            f"{_x(o.best.speedup)} over -O3 ({o.best.measurement})",
+            highlight=False,
         )
-    if o.lineage:
-        lt = Table(title="lineage of the best kernel (root first)")
-        for col in ("step", "thought (technique)", "idea", "result", "evidence commits"):
-            lt.add_column(col)
-        for row in o.lineage:
-            commits = ", ".join(f"{c['repo']}@{c['sha'][:8]}" for c in row.get("commits") or []) or "-"
-            lt.add_row(
-                str(row["depth"]),
-                f"{row.get('thought_title')} ({row.get('technique')})",
-                str(row.get("idea_title")),
-                _x(row.get("speedup")) if row.get("speedup") else str(row["status"]),
-                commits,
-            )
-        console.print(lt)
-    for name in ("plot", "report"):
+        console.print(o.artifacts.get("code", "-"), highlight=False, soft_wrap=True)
+        if o.best.cflags:
+            console.print(f"flags: {' '.join(o.best.cflags)}", highlight=False)
+        if o.best.measurement == "modeled":
+            console.print(f"[dim]{MODELED_CAVEAT}[/]", highlight=False)
+        _print_lineage(o.lineage)
+    for name in ("report", "plot"):
         if name in o.artifacts:
-            console.print(f"{name}: {o.artifacts[name]}")
+            console.print(f"{name}: ", end="", highlight=False)
+            console.print(o.artifacts[name], highlight=False, soft_wrap=True)  # a path is never wrapped
+
+
+def _print_lineage(rows: list[dict]) -> None:
+    if not rows:
+        return
+    lt = Table(title="lineage of the best kernel (root first)", title_justify="left")
+    lt.add_column("step", no_wrap=True)
+    lt.add_column("thought (technique)", overflow="fold", ratio=3)
+    lt.add_column("result", no_wrap=True)
+    lt.add_column("evidence", overflow="fold", ratio=2)
+    for row in rows:
+        commits = ", ".join(f"{c['repo']}@{c['sha'][:8]}" for c in row.get("commits") or []) or "-"
+        thought = f"{row['thought_title']} ({row['technique']})" if row.get("thought_title") else "- (fallback move)"
+        lt.add_row(
+            str(row["depth"]),
+            thought,
+            _x(row.get("speedup")) if row.get("speedup") else str(row["status"]),
+            commits,
+        )
+    console.print(lt)

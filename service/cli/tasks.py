@@ -42,7 +42,8 @@ def list_cmd(json_out: bool = JsonOpt) -> None:
         )
         return
     table = Table(title=f"{len(tasks)} kernel tasks" + (f", {len(broken)} broken" if broken else ""))
-    for col in ("name", "category", "operator", "dtype", "bench size"):
+    table.add_column("name", no_wrap=True)  # typed into `eok eval` / `eok optimize`
+    for col in ("category", "operator", "dtype", "bench size"):
         table.add_column(col)
     for t in tasks:
         bench = ", ".join(f"{k}={v}" for k, v in t.bench_size.items())
@@ -163,7 +164,9 @@ def _print_result(r: Any) -> None:
     console.print(f"[bold {color}]{r.status.value}[/]  {r.task} on {r.target} via {r.runner}", highlight=False)
     console.print(r.feedback, highlight=False, markup=False)
     if r.max_error is not None:
-        console.print(f"max error {r.max_error:.3g}, normalized error {r.norm_error or 0:.3g}", highlight=False)
+        # A wrong answer may have no normalized error (e.g. NaN or a size mismatch): never print it as 0.
+        norm = f", normalized error {r.norm_error:.3g}" if r.norm_error is not None else ""
+        console.print(f"max error {r.max_error:.3g}{norm}", highlight=False)
     if r.measurement == "modeled":
         approx = " (approximate: proxy model)" if r.approximate else ""
         comp = f", competent {r.competent_cycles:.0f}" if r.competent_cycles else ""

@@ -3,7 +3,8 @@
 "use strict";
 
 const KEY_STORE = "eok.apiKey";
-const state = { cursor: null, run: null, stream: null, vocab: null };
+const state = { cursor: null, run: null, stream: null, vocab: null, role: null, queries: [], answer: null };
+const ROLES = { reader: 1, analyst: 2, operator: 3 };
 
 // -- small DOM helpers --------------------------------------------------------------------------------
 
@@ -17,7 +18,7 @@ function el(tag, attrs, ...children) {
     else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
     else node.setAttribute(k, v === true ? "" : String(v));
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -122,6 +123,8 @@ async function loadCatalog() {
     return;
   }
   const ok = await guarded(async () => {
+    const me = await api("/whoami");
+    applyRole(me.role);
     const [vocab, targets, tasks] = await Promise.all([api("/vocabulary"), api("/targets"), api("/tasks")]);
     state.vocab = vocab;
     const targetKeys = targets.map((t) => [t.key, `${t.key} · ${t.name}`]);
@@ -138,7 +141,39 @@ async function loadCatalog() {
     return true;
   });
   status.textContent = ok ? "key accepted" : "key not accepted";
-  if (ok) loadRuns();
+  status.title = ok ? `role: ${state.role}` : "";
+  if (ok) {
+    loadRuns();
+    loadOverview();
+    if (ROLES[state.role] >= ROLES.analyst) loadSavedQueries();
+  }
+}
+
+// Controls a role cannot use are not shown (the API refuses them anyway): data-min-role on the element.
+function applyRole(role) {
+  state.role = role;
+  for (const node of document.querySelectorAll("[data-min-role]")) {
+    node.classList.toggle("hidden", (ROLES[role] || 0) < ROLES[node.dataset.minRole]);
+  }
+}
+
+// -- overview: the first screen -------------------------------------------------------------------------
+
+async function loadOverview() {
+  const o = await guarded(() => api("/overview"));
+  if (!o) return;
+  $("overview-hint").classList.add("hidden");
+  $("overview-counts").replaceChildren(...Object.entries(o.nodes).sort((a, b) => b[1] - a[1])
+    .map(([label, n]) => el("div", { class: "count" }, el("strong", {}, n.toLocaleString()), el("span", {}, label))));
+  $("overview-runs").replaceChildren(...o.recent_runs.map((r) => el("tr", {
+    class: "clickable", onclick: () => { switchTab($("tab-runs")); watchRun(r.id); } },
+  el("td", {}, el("code", {}, r.id)), el("td", {}, r.task_id), el("td", {}, r.target_key),
+  el("td", { class: statusClass(r.status) }, r.status), el("td", { class: "num" }, `${r.evaluations}/${r.budget}`),
+  el("td", { class: "num" }, speed(r.best_speedup)), el("td", { class: "muted" }, when(r.started_at)))));
+  $("overview-techniques").replaceChildren(...o.top_techniques.map((t) => el("tr", {},
+    el("td", {}, t.target), el("td", {}, t.technique),
+    el("td", { class: t.mean_speedup >= 1 ? "num st-ok" : "num st-bad" }, speed(t.mean_speedup)),
+    el("td", { class: "num" }, t.trials), el("td", { class: "num" }, t.thoughts))));
 }
 
 function switchTab(button) {
@@ -147,6 +182,7 @@ function switchTab(button) {
     $(tab.dataset.panel).classList.toggle("hidden", tab !== button);
   }
   if (button.id === "tab-runs") loadRuns();
+  if (button.id === "tab-overview") loadOverview();
 }
 
 // -- search -------------------------------------------------------------------------------------------
@@ -170,19 +206,29 @@ function hitCard(hit) {
   for (const field of ["technique", "isa", "operator", "task_id", "target_key", "status"]) {
     if (n[field]) chips.push(el("span", { class: "chip" }, n[field]));
   }
-  if (n.prior_speedup) chips.push(el("span", { class: "chip" }, `claimed ${speed(n.prior_speedup)}`));
   if (n.speedup) chips.push(el("span", { class: n.speedup >= 1 ? "chip good" : "chip bad" }, speed(n.speedup)));
   if (hit.measured && hit.measured.trials) {
-    const mean = Math.exp(hit.measured.sum_log_speedup / hit.measured.trials);
-    chips.push(el("span", { class: mean >= 1 ? "chip good" : "chip bad" },
-      `measured ${speed(mean)} over ${hit.measured.trials} on ${hit.measured.target}`));
+    // mean_speedup: geometric mean over the correct trials of the speedup over the task's baseline
+    const m = hit.measured;
+    chips.push(m.mean_speedup === null
+      ? el("span", { class: "chip bad" }, `measured: 0/${m.trials} correct on ${m.target}`)
+      : el("span", { class: m.mean_gain >= 1 ? "chip good" : "chip bad" },
+        `measured ${speed(m.mean_speedup)} (gain ${speed(m.mean_gain)}), ${m.correct}/${m.trials} correct on ${m.target}`));
   }
+  // A claim is what a commit message said, not a measurement: shown small, after the measured effect.
+  if (n.prior_speedup) chips.push(claim(n.prior_speedup, n.evidence_commits));
   chips.push(el("span", { class: "score" }, `score ${fmt(hit.score, 4)}`));
   const text = n.description || n.principle || n.summary || "";
   return el("li", { class: "hit", "data-kind": hit.kind, "data-id": hit.id, onclick: () => openItem(hit.kind, hit.id) },
     el("div", { class: "title" }, hit.title),
     text ? el("p", { class: "desc" }, text) : null,
     el("div", { class: "meta" }, chips));
+}
+
+function claim(x, commits) {
+  const source = commits ? `${commits} commit message${commits === 1 ? "" : "s"}` : "commit messages";
+  return el("span", { class: "claim", title: "parsed from commit messages; not measured by EoK" },
+    `claim ${speed(x)} (${source})`);
 }
 
 // -- details ------------------------------------------------------------------------------------------
@@ -216,8 +262,9 @@ async function openThought(id) {
     el("td", {}, c.title),
     el("td", { class: "num" }, c.perf_claims.map(speed).join(", "))));
   const effects = t.effects.map((e) => el("tr", {},
-    el("td", {}, e.target), el("td", { class: "num" }, e.trials), el("td", { class: "num" }, e.successes),
-    el("td", { class: "num" }, speed(e.mean_speedup)),
+    el("td", {}, e.target), el("td", { class: "num" }, e.trials), el("td", { class: "num" }, e.correct),
+    el("td", { class: "num" }, e.successes), el("td", { class: "num" }, speed(e.mean_speedup)),
+    el("td", { class: "num" }, speed(e.mean_gain)),
     el("td", { class: "num" }, e.success_rate === null ? "–" : `${Math.round(100 * e.success_rate)}%`)));
   const experiences = t.experiences.map(experienceRow);
   showDetail(
@@ -225,7 +272,7 @@ async function openThought(id) {
     el("div", { class: "meta" },
       el("span", { class: "chip kind-thought" }, "thought"), el("span", { class: "chip" }, t.technique),
       el("span", { class: "chip" }, t.isa), el("span", { class: "chip" }, t.operator),
-      t.prior_speedup ? el("span", { class: "chip" }, `claimed ${speed(t.prior_speedup)}`) : null),
+      t.prior_speedup ? claim(t.prior_speedup, t.evidence.length) : null),
     t.idea ? el("p", {}, "idea: ", el("a", { href: "#", onclick: (ev) => { ev.preventDefault(); openIdea(t.idea.id); } },
       t.idea.title)) : null,
     el("p", { class: "desc" }, t.description),
@@ -234,7 +281,7 @@ async function openThought(id) {
     t.evidence.length ? table("evidence-table", ["repo", "commit", "title", "claim"], commits)
                       : el("p", { class: "muted" }, "none recorded"),
     el("h3", {}, "Measured effect per target"),
-    t.effects.length ? table("effects-table", ["target", "trials", "ok", "mean", "success"], effects)
+    t.effects.length ? table("effects-table", ["target", "trials", "correct", "improved", "speedup", "gain", "success"], effects)
                      : el("p", { class: "muted" }, "not tried yet"),
     el("h3", {}, `Experiences that applied it (${t.experiences.length})`),
     t.experiences.length ? table("thought-experiences", ["experience", "task", "target", "status", "speedup: competent / -O3"],
@@ -330,6 +377,7 @@ async function startRun(event) {
 function resetRunView(id) {
   state.run = { id, points: [], best: [], budget: 0, done: false };
   $("run-view").classList.remove("hidden");
+  $("run-outcome").classList.add("hidden");
   $("run-id").textContent = id;
   $("run-status").textContent = "queued";
   $("run-status").className = "";
@@ -405,14 +453,149 @@ function onRunEvent(ev) {
   if (terminal) {
     run.done = true;
     $("run-cancel").disabled = true;
+    showOutcome(run.id);
   }
   drawPlot();
+}
+
+// At the end of a run: the best kernel and the chain of experiences, thoughts, ideas and commits behind it.
+async function showOutcome(id) {
+  const r = await guarded(() => api(`/runs/${encodeURIComponent(id)}`));
+  if (!r || !state.run || state.run.id !== id) return;
+  $("run-outcome").classList.remove("hidden");
+  $("run-outcome-best").replaceChildren(...(r.best
+    ? [el("code", {}, r.best.experience_id), ` · ${speed(r.best.speedup)} · ${r.best.summary || ""}`]
+    : ["no correct candidate was found"]));
+  const lastCode = r.best ? await api(`/experiences/${encodeURIComponent(r.best.experience_id)}`).catch(() => null) : null;
+  $("run-outcome-code").textContent = lastCode && lastCode.code ? lastCode.code : "";
+  $("run-outcome-code").classList.toggle("hidden", !(lastCode && lastCode.code));
+  $("run-lineage").replaceChildren(...r.lineage.map((s) => el("tr", {},
+    el("td", { class: "num" }, s.depth), el("td", {}, el("code", {}, s.experience)),
+    el("td", { class: statusClass(s.status) }, s.status), el("td", { class: "num" }, speed(s.speedup)),
+    el("td", {}, s.thought ? el("a", { href: "#", onclick: (ev) => { ev.preventDefault(); openThought(s.thought); } },
+      s.thought_title || s.thought) : "–"),
+    el("td", {}, s.idea_title || s.idea || "–"),
+    el("td", {}, (s.commits || []).map((c, i) => [i ? ", " : "", c.url
+      ? el("a", { href: c.url, target: "_blank", rel: "noopener", class: "commit" }, `${c.repo}@${c.sha.slice(0, 10)}`)
+      : el("code", {}, `${c.repo}@${c.sha.slice(0, 10)}`)])))));
 }
 
 async function cancelRun() {
   if (!state.run) return;
   const r = await guarded(() => api(`/runs/${encodeURIComponent(state.run.id)}`, { method: "DELETE" }));
   if (r) $("run-status").textContent = "cancelling";
+}
+
+// -- Cypher console (analyst and operator keys) ----------------------------------------------------------
+
+async function loadSavedQueries() {
+  const list = await guarded(() => api("/queries"));
+  if (!list) return;
+  state.queries = list.items;
+  fillSelect($("saved-name"), list.items.map((q) => [q.name, `${q.name} · ${q.summary}`]), false);
+  showSavedParams();
+}
+
+// Each saved query is a form: one input per declared parameter, typed and pre-filled with its default.
+function showSavedParams() {
+  const q = state.queries.find((x) => x.name === $("saved-name").value);
+  $("saved-summary").textContent = q ? q.description : "";
+  $("saved-params").replaceChildren(...(q ? q.params : []).map((p) => el("label", { class: "inline", title: p.description },
+    `${p.name}${p.required ? " *" : ""} `,
+    p.type === "bool"
+      ? el("input", { type: "checkbox", "data-param": p.name, "data-type": p.type, checked: p.default === true })
+      : el("input", { "data-param": p.name, "data-type": p.type, required: p.required,
+        type: p.type === "int" || p.type === "float" ? "number" : "text", step: p.type === "float" ? "any" : null,
+        value: p.default === null || p.default === undefined ? null : p.default, placeholder: p.type }))));
+}
+
+async function runSaved(event) {
+  event.preventDefault();
+  const params = {};
+  for (const input of $("saved-params").querySelectorAll("input[data-param]")) {
+    const t = input.dataset.type;
+    if (t === "bool") params[input.dataset.param] = input.checked;
+    else if (input.value !== "") params[input.dataset.param] = t === "int" || t === "float" ? Number(input.value) : input.value;
+  }
+  const name = $("saved-name").value;
+  const answer = await guarded(() => api(`/queries/${encodeURIComponent(name)}`, { json: { params } }));
+  if (answer) showAnswer(answer);
+}
+
+async function runCypher(event) {
+  event.preventDefault();
+  const answer = await guarded(() => api("/cypher", { json: { query: $("cypher-text").value } }));
+  if (answer) showAnswer(answer);
+}
+
+function showAnswer(answer) {
+  state.answer = answer;
+  const more = answer.truncated ? ` · truncated at the row cap (${answer.row_cap}) or byte cap` : "";
+  $("cypher-summary").textContent = `${answer.row_count} rows in ${Math.round(answer.elapsed_ms)} ms${more}`;
+  const rows = answer.rows.map((row) => el("tr", {}, answer.columns.map((c) => el("td", {}, cell(row[c])))));
+  $("cypher-table").replaceChildren(table("cypher-rows", answer.columns, rows));
+  drawGraph(answer.rows);
+}
+
+function cell(v) {
+  if (v === null || v === undefined) return "";
+  if (typeof v !== "object") return String(v);
+  if (v._labels) return `(:${v._labels.join(":")} ${v.id || v.key || v.name || v.sha || ""})`;
+  if (v._type) return `[:${v._type}]`;
+  return JSON.stringify(v);
+}
+
+// Nodes (maps with _id and _labels) and relationships (_type, _start, _end) anywhere in the answer.
+function collectGraph(value, nodes, rels) {
+  if (Array.isArray(value)) { for (const v of value) collectGraph(v, nodes, rels); return; }
+  if (!value || typeof value !== "object") return;
+  if (value._labels && value._id) nodes.set(value._id, value);
+  else if (value._type && value._start && value._end) rels.push(value);
+  for (const v of Object.values(value)) if (v && typeof v === "object") collectGraph(v, nodes, rels);
+}
+
+const SVG = "http://www.w3.org/2000/svg";
+function svg(tag, attrs, text) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function drawGraph(rows) {
+  const nodes = new Map();
+  const rels = [];
+  collectGraph(rows, nodes, rels);
+  const g = $("cypher-graph");
+  const list = [...nodes.values()].slice(0, 120);
+  const W = 760, H = 460, cx = W / 2, cy = H / 2, radius = Math.min(W, H) / 2 - 50;
+  const at = new Map(list.map((n, i) => {
+    const a = (2 * Math.PI * i) / Math.max(1, list.length);
+    return [n._id, [cx + radius * Math.cos(a), cy + radius * Math.sin(a)]];
+  }));
+  const parts = [];
+  for (const r of rels) {
+    const a = at.get(r._start), b = at.get(r._end);
+    if (!a || !b) continue;
+    parts.push(svg("line", { x1: a[0], y1: a[1], x2: b[0], y2: b[1], class: "edge" }));
+    parts.push(svg("text", { x: (a[0] + b[0]) / 2, y: (a[1] + b[1]) / 2, class: "edge-label" }, r._type));
+  }
+  for (const n of list) {
+    const [x, y] = at.get(n._id);
+    const label = n._labels[0] || "";
+    parts.push(svg("circle", { cx: x, cy: y, r: 9, class: `node node-${label}`, "data-id": n._id }));
+    parts.push(svg("text", { x: x + 12, y: y + 4, class: "node-label" },
+      `${label}: ${String(n.title || n.id || n.key || n.name || n.sha || "").slice(0, 28)}`));
+  }
+  if (!list.length) parts.push(svg("text", { x: 20, y: 30, class: "node-label" }, "no nodes in this answer"));
+  g.replaceChildren(...parts);
+  g.dataset.nodes = String(list.length);
+  g.dataset.relationships = String(rels.filter((r) => at.has(r._start) && at.has(r._end)).length);
+}
+
+function showView(which) {
+  $("cypher-table").classList.toggle("hidden", which !== "table");
+  $("cypher-graph").classList.toggle("hidden", which !== "graph");
 }
 
 // -- the plot: best speedup over evaluations (line) and each passing candidate (dots) ----------------
@@ -491,6 +674,12 @@ document.addEventListener("DOMContentLoaded", () => {
   $("run-form").addEventListener("submit", startRun);
   $("run-cancel").addEventListener("click", cancelRun);
   $("detail-close").addEventListener("click", () => $("detail").classList.add("hidden"));
+  $("saved-name").addEventListener("change", showSavedParams);
+  $("saved-form").addEventListener("submit", runSaved);
+  $("cypher-form").addEventListener("submit", runCypher);
+  $("view-table").addEventListener("click", () => showView("table"));
+  $("view-graph").addEventListener("click", () => showView("graph"));
+  applyRole(null);
   drawPlot();
   loadHealth();
   loadCatalog();

@@ -25,8 +25,10 @@ from knowledge.starter import starter_knowledge
 from knowledge.store import GraphStore
 from service.api.app import create_app
 from tests.integration.conftest import (
+    ANALYST_KEY,
     OPERATOR_KEY,
     READER_KEY,
+    SEED_RUN,
     api_settings_for,
     build_container,
     free_port,
@@ -99,11 +101,16 @@ def test_search_and_open_a_thought(page_server: str, browser: WebDriver, tmp_pat
     wait = use_key(browser, page_server, READER_KEY)
     assert browser.find_element(By.ID, "key-status").text == "key accepted"
     wait.until(lambda d: "thoughts" in d.find_element(By.ID, "health").text)  # filled asynchronously
+    browser.find_element(By.ID, "tab-search").click()
     Select(browser.find_element(By.ID, "search-target")).select_by_value("k1-x60")
     browser.find_element(By.ID, "search-q").send_keys("LMUL row sweep for gemv")
     browser.find_element(By.ID, "search-go").click()
     hit = wait.until(ec.element_to_be_clickable((By.CSS_SELECTOR, '#search-results .hit[data-id="t-lmul-gemv"]')))
     assert "measured 1.60×" in hit.text
+    # A claim is shown as a claim, after the measured effect, never as a headline chip.
+    text = hit.find_element(By.CLASS_NAME, "meta").text
+    if "claim" in text:
+        assert text.index("measured") < text.index("claim") and "claimed" not in text
     hit.click()
     wait.until(ec.text_to_be_present_in_element((By.ID, "detail-title"), "LMUL=4 row sweep for gemv"))
     evidence = browser.find_element(By.ID, "evidence-table").text
@@ -165,4 +172,84 @@ def test_start_a_run_and_watch_it_finish(page_server: str, browser: WebDriver, t
     wait.until(lambda d: d.find_element(By.ID, "run-id").text in d.find_element(By.ID, "runs-rows").text)
     browser.save_screenshot(str(tmp_path / "run.png"))
     assert (tmp_path / "run.png").stat().st_size > 10_000
+    assert page_errors(browser) == []
+
+
+def test_first_screen_shows_the_graph_runs_and_best_techniques(
+    page_server: str, browser: WebDriver, tmp_path: Path
+) -> None:
+    wait = use_key(browser, page_server, READER_KEY)
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#overview-counts .count")) > 3)
+    counts = browser.find_element(By.ID, "overview-counts").text
+    assert "Thought" in counts and "Experience" in counts
+    wait.until(lambda d: SEED_RUN in d.find_element(By.ID, "overview-runs").text)
+    techniques = browser.find_element(By.ID, "overview-techniques").text
+    assert "k1-x60" in techniques and "vector_length" in techniques and "1.60×" in techniques
+    browser.save_screenshot(str(tmp_path / "overview.png"))
+    assert page_errors(browser) == []
+
+
+def test_controls_follow_the_role(page_server: str, browser: WebDriver) -> None:
+    use_key(browser, page_server, READER_KEY)
+    assert not browser.find_element(By.ID, "tab-cypher").is_displayed()
+    browser.find_element(By.ID, "tab-runs").click()
+    assert not browser.find_element(By.ID, "run-form").is_displayed()  # a reader cannot start runs
+    use_key(browser, page_server, ANALYST_KEY)
+    WebDriverWait(browser, 30).until(lambda d: d.find_element(By.ID, "tab-cypher").is_displayed())
+    browser.find_element(By.ID, "tab-runs").click()
+    assert not browser.find_element(By.ID, "run-form").is_displayed()
+    use_key(browser, page_server, OPERATOR_KEY)
+    browser.find_element(By.ID, "tab-runs").click()
+    WebDriverWait(browser, 30).until(lambda d: d.find_element(By.ID, "run-form").is_displayed())
+
+
+def test_cypher_console_table_graph_and_saved_query_form(page_server: str, browser: WebDriver, tmp_path: Path) -> None:
+    wait = use_key(browser, page_server, ANALYST_KEY)
+    wait.until(lambda d: d.find_element(By.ID, "tab-cypher").is_displayed())
+    browser.find_element(By.ID, "tab-cypher").click()
+    text = browser.find_element(By.ID, "cypher-text")
+    text.clear()
+    text.send_keys("MATCH p = (t:Thought {id: 't-lmul-gemv'})-[:EVIDENCED_BY]->(c:Commit) RETURN t, c, p")
+    browser.find_element(By.ID, "cypher-go").click()
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#cypher-rows tbody tr")) == 1)
+    assert "Thought" in browser.find_element(By.ID, "cypher-rows").text
+    browser.find_element(By.ID, "view-graph").click()
+    graph = browser.find_element(By.ID, "cypher-graph")
+    assert graph.is_displayed()
+    assert int(graph.get_attribute("data-nodes")) == 2 and int(graph.get_attribute("data-relationships")) >= 1
+    assert len(graph.find_elements(By.CSS_SELECTOR, "line.edge")) >= 1
+    browser.save_screenshot(str(tmp_path / "cypher-graph.png"))
+    # The same guard as the API: a write is refused with its reason.
+    text.clear()
+    text.send_keys("CREATE (n:Intruder) RETURN n")
+    browser.find_element(By.ID, "cypher-go").click()
+    wait.until(lambda d: "403 write_refused" in d.find_element(By.ID, "banner").text)
+    # A saved query is a form: its parameters are inputs with their defaults.
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#saved-name option")) >= 12)
+    Select(browser.find_element(By.ID, "saved-name")).select_by_value("best_thoughts_on_target")
+    target = browser.find_element(By.CSS_SELECTOR, '#saved-params input[data-param="target"]')
+    assert target.get_attribute("value") == "k1-x60"
+    browser.find_element(By.ID, "saved-go").click()
+    browser.find_element(By.ID, "view-table").click()
+    wait.until(lambda d: "t-lmul-gemv" in d.find_element(By.ID, "cypher-table").text)
+    browser.save_screenshot(str(tmp_path / "saved-query.png"))
+    # Chromium logs the refused write's HTTP status; nothing else may go wrong on the page.
+    assert [e for e in page_errors(browser) if "/cypher" not in e or "403" not in e] == []
+
+
+def test_a_finished_run_shows_its_best_kernel_and_lineage_with_commit_links(
+    page_server: str, browser: WebDriver, tmp_path: Path
+) -> None:
+    wait = use_key(browser, page_server, READER_KEY)
+    wait.until(lambda d: SEED_RUN in d.find_element(By.ID, "overview-runs").text)
+    browser.find_element(By.XPATH, f'//tbody[@id="overview-runs"]//code[text()="{SEED_RUN}"]').click()
+    wait.until(lambda d: d.find_element(By.ID, "run-outcome").is_displayed())
+    assert "exp-3" in browser.find_element(By.ID, "run-outcome-best").text
+    lineage = browser.find_element(By.ID, "run-lineage")
+    wait.until(lambda d: "exp-3" in lineage.text)
+    assert "exp-1" in lineage.text and "LMUL=4 row sweep for gemv" in lineage.text
+    links = lineage.find_elements(By.CSS_SELECTOR, "a.commit")
+    assert links and links[0].get_attribute("href").endswith("/commit/" + "a1" * 20)
+    assert not browser.find_element(By.ID, "run-cancel").is_displayed()  # reader: no cancel button
+    browser.save_screenshot(str(tmp_path / "lineage.png"))
     assert page_errors(browser) == []

@@ -14,6 +14,7 @@ import pytest
 from pydantic import SecretStr
 
 from agent.optimizer import Optimizer
+from agent.report import improved, over_baseline
 from agent.types import ProgressEvent, RunRequest
 from core.errors import InvalidInput, NotFound
 from knowledge.models import Run
@@ -50,9 +51,18 @@ def test_offline_run_records_every_candidate_and_learns(container, task: str) ->
     assert trials[0]["n"] == 6  # statistics moved once per evaluated candidate
     assert out.best is not None and out.run.best_speedup == out.best.speedup
     assert out.run.best_speedup > 1.0, "the offline generator should beat clang -O3 on this task"
-    assert Path(out.artifacts["code"]).read_text().count(out.best.code.strip()[:40]) == 1
+    report = Path(out.artifacts["report"]).read_text()
+    if improved(over_baseline(out.best)):
+        assert Path(out.artifacts["code"]).read_text().count(out.best.code.strip()[:40]) == 1
+        assert "Best kernel:" in report and f"--candidate {out.artifacts['code']}" in report
+    else:  # a few modeled cycles are no reason to replace the reference (relu: 274,300 vs 274,303 cycles)
+        assert "code" not in out.artifacts and "No improvement: keep the baseline" in report
     assert Path(out.artifacts["plot"]).stat().st_size > 5000
     assert out.lineage and out.lineage[-1]["experience"] == out.best.id
+    # One row per evaluated candidate, each with its status and reason, and the caveat on modeled cycles.
+    assert len(out.candidates) == 6 and all(c["reason"] for c in out.candidates)
+    assert report.count("\n| ") >= 6 + 1 and "Cycles are modeled, not measured" in report
+    assert f"eok optimize {task} --target k1-x60 --budget 6 --directions 3 --generator offline" in report
 
 
 def test_second_run_starts_from_what_worked(container) -> None:
@@ -189,3 +199,55 @@ def test_kill_9_then_resume_loses_no_evaluated_candidate(container, neo4j_settin
     assert len(after) == 8
     assert {(r["id"], r["h"]) for r in before} <= {(r["id"], r["h"]) for r in after}  # nothing lost or rewritten
     assert len({r["h"] for r in after}) == 8  # no candidate evaluated twice
+
+
+def test_every_llm_request_counts_and_a_repeating_model_is_told(container) -> None:
+    """A model that always answers the same kernel: one evaluation, then repeat notices, then the run stops;
+    the run's llm_calls equals the requests the endpoint served."""
+    with OpenAIStub() as stub:
+        stub.default = Reply.json({"code": GOOD, "explanation": "same again"})
+        opt = _optimizer(container, openai_base_url=stub.base_url, openai_api_key=SecretStr("t"), eval_parallelism=1)
+        out = opt.execute(opt.create_run(RunRequest(task="sdot", budget=4, directions=1, generator="llm")).id)
+        served = stub.calls
+        requests = list(stub.requests)
+    assert out.run.status == "done" and out.run.evaluations == 1
+    assert out.run.llm_calls == served
+    assert served <= 1 + 4 * 3  # one candidate, then at most MAX_LLM_REPEATS steps of 1 ask + 2 re-asks
+    # Re-asked in the same conversation, and told again at the top of the next step's prompt.
+    reasked = [r for r in requests if len(r["messages"]) > 2]
+    assert reasked and "already evaluated in this run (result: ok" in reasked[0]["messages"][-1]["content"]
+    later_first_asks = [r["messages"][1]["content"] for r in requests[1:] if len(r["messages"]) == 2]
+    assert later_first_asks and all("already evaluated in this run" in p for p in later_first_asks[1:])
+
+
+def test_llm_is_shown_best_code_and_the_failed_code_with_its_own_diagnostic(container) -> None:
+    with OpenAIStub() as stub:
+        stub.script(Reply.json({"code": GOOD}), Reply.text("```c\n" + BROKEN + "\n```"))
+        stub.default = Reply.json({"code": GOOD.replace("m4", "m8")})
+        opt = _optimizer(container, openai_base_url=stub.base_url, openai_api_key=SecretStr("t"), eval_parallelism=1)
+        out = opt.execute(opt.create_run(RunRequest(task="sdot", budget=3, directions=1, generator="llm")).id)
+        third = stub.requests[2]["messages"][1]["content"]
+    assert out.run.evaluations == 3
+    best = out.run.best_speedup
+    assert GOOD.strip() in third and f"speedup {best:.2f}x over the reference" in third
+    at_broken = third.index(BROKEN)
+    diag = third[at_broken:]
+    assert "compile_error" in third[third.index("Your last attempt") : at_broken]
+    assert "Diagnostic for this code:" in diag and "error" in diag.lower()
+    assert third.index(GOOD.strip()) < at_broken  # the diagnostic is not printed under the best code
+
+
+def test_show_prompt_prints_the_first_prompt_and_runs_nothing(container) -> None:
+    env = {**os.environ, "EOK_HOME": str(container.settings.home), "NEO4J_URI": container.settings.bolt_uri}
+    env.pop("OPENAI_BASE_URL", None)
+    cmd = [sys.executable, "-m", "service.cli", "optimize", "sdot", "--show-prompt", "--json"]
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    messages = json.loads(done.stdout)["messages"]
+    assert [m["role"] for m in messages] == ["system", "user"]
+    user = messages[1]["content"]
+    assert "bench size: n=16384" in user and "## Apply this optimization thought" in user
+    assert container.store.read("MATCH (r:Run) RETURN count(r) AS n")[0]["n"] == 0
+    assert container.store.read("MATCH (x:Experience) RETURN count(x) AS n")[0]["n"] == 0
+    bad = subprocess.run([*cmd[:4], "no_such_task", "--show-prompt"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert bad.returncode != 0 and "no_such_task" in bad.stderr + bad.stdout and "Traceback" not in bad.stderr

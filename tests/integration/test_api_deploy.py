@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import tomllib
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -72,6 +73,23 @@ def test_dockerfile_installs_every_package_and_serves() -> None:
     assert "pip install --no-cache-dir --no-deps -e ." in text
     assert re.search(r'^CMD \["eok", "serve"', text, re.M)
     assert "qemu-user" in text and "clang-22" in text  # runs on the emulated K1 work in the container
+
+
+def test_compose_neo4j_has_the_local_launchers_hardening(tmp_path: Path) -> None:
+    """The container's Neo4j refuses what the local one refuses (knowledge/local_neo4j.hardening)."""
+    import fnmatch
+
+    from knowledge.local_neo4j import PROCEDURE_ALLOWLIST, hardening
+
+    env = compose()["services"]["neo4j"]["environment"]
+    for key, value in hardening(tmp_path).items():
+        name = "NEO4J_" + key.replace("_", "__").replace(".", "_")
+        assert name in env, name
+        if key == "dbms.security.procedures.allowlist":
+            patterns = str(env[name]).split(",")
+            assert all(any(fnmatch.fnmatch(p, pat) for pat in patterns) for p in PROCEDURE_ALLOWLIST)
+        elif key != "server.directories.import":  # a path inside the container
+            assert str(env[name]) == value, name
 
 
 def test_compose_offers_an_optional_ray_head_and_worker() -> None:

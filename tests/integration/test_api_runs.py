@@ -253,3 +253,127 @@ def test_a_real_run_over_http(graph: Container) -> None:
     assert detail["best_competent_speedup"] and detail["best_competent_speedup"] > 0
     # the live events carry it too (the page shows both): the finished event's best is the run's best
     assert events[-1]["data"]["best_competent_speedup"] == pytest.approx(detail["best_competent_speedup"])
+
+
+def test_history_and_event_ids_continue_across_a_resume(graph: Container) -> None:
+    slow = StandInOptimizer(graph, step_s=0.3)
+    with serve(graph, slow) as http:
+        run_id = start(http, budget=6)
+        wait_for(lambda: http.get(f"/runs/{run_id}", headers=READER).json()["evaluations"] >= 2)
+    interrupted = graph.store.get_node(Run, run_id)
+    assert interrupted is not None and interrupted.status == RunStatus.INTERRUPTED and interrupted.error
+    with serve(graph, StandInOptimizer(graph)) as http:
+        events = sse(http, run_id)
+        detail = http.get(f"/runs/{run_id}", headers=READER).json()
+    assert [int(e["id"]) for e in events] == list(range(len(events)))  # one sequence, never restarting at 0
+    evaluations = [e for e in events if e["event"] in ("evaluation", "improved")]
+    assert len(evaluations) == 6 and events[-1]["event"] == "finished"  # before and after the resume
+    assert detail["status"] == "done" and len(detail["history"]) == 6
+    assert detail["error"] is None  # no stale "service stopped" message on a finished run
+
+
+def test_cancelling_a_queued_run_is_immediate_and_audited(graph: Container) -> None:
+    from service.api.security import key_id
+    from tests.integration.conftest import OPERATOR_KEY
+
+    slow = StandInOptimizer(graph, step_s=0.3)
+    with serve(graph, slow) as http:  # 2 workers: two run, the third waits
+        busy = [start(http, budget=40) for _ in range(2)]
+        queued = start(http, budget=40)
+        wait_for(lambda: slow.running == 2)
+        began = time.monotonic()
+        r = http.delete(f"/runs/{queued}", headers=OPERATOR)
+        assert r.status_code == 202 and r.json()["status"] == "cancelled", r.text
+        assert time.monotonic() - began < 5  # not after a worker frees up
+        assert sse(http, queued)[-1]["event"] == "cancelled"
+        detail = http.get(f"/runs/{queued}", headers=READER).json()
+        assert detail["started_by"] == detail["cancelled_by"] == key_id(OPERATOR_KEY)
+        assert OPERATOR_KEY not in json.dumps(detail)  # the key id, never the key
+        assert queued not in slow.executed
+        for run_id in busy:
+            http.delete(f"/runs/{run_id}", headers=OPERATOR)
+
+
+def test_run_requests_are_validated_up_front(graph: Container) -> None:
+    with serve(graph, StandInOptimizer(graph)) as http:
+        r = http.post("/runs", json={"task": "sscal", "runner": "bogus"}, headers=OPERATOR)
+        assert r.status_code == 422 and "runner" in r.json()["error"]["message"], r.text
+        r = http.post("/runs", json={"task": "sscal", "directions": 99}, headers=OPERATOR)
+        assert r.status_code == 422 and "directions" in r.json()["error"]["message"]
+
+
+SERVE_SCRIPT = """
+import sys
+from pathlib import Path
+
+import uvicorn
+
+from core.settings import Settings
+from service.api.app import create_app
+from service.bootstrap import Container
+from tests.integration.conftest import StandInOptimizer, api_settings_for
+
+settings = api_settings_for(Settings(), Path(sys.argv[2]))
+app = create_app(
+    container=Container(settings),
+    optimizer_factory=lambda c: StandInOptimizer(c, step_s=0.5),
+    resume_runs=False,
+    warm=False,
+)
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="info", timeout_graceful_shutdown=20)
+"""
+
+
+def test_sigterm_stops_runs_tells_watchers_and_exits_cleanly(graph: Container, tmp_path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    port = free_port()
+    env = {**os.environ, "NEO4J_URI": graph.settings.bolt_uri, "PYTHONPATH": os.getcwd()}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVE_SCRIPT, str(port), str(tmp_path / "home")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
+            wait_for(lambda: _answers(http), timeout_s=240)
+            run_id = start(http, budget=60)
+            wait_for(lambda: http.get(f"/runs/{run_id}", headers=READER).json()["evaluations"] >= 1, 60)
+            events: list[dict[str, Any]] = []
+
+            def listen() -> None:
+                with contextlib.suppress(httpx.HTTPError):
+                    events.extend(sse(http, run_id))
+
+            watcher = threading.Thread(target=listen)
+            watcher.start()
+            time.sleep(0.5)
+            began = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            watcher.join(timeout=30)
+            assert not watcher.is_alive()
+            assert events and events[-1]["event"] == "failed", events[-3:]
+            assert events[-1]["data"]["status"] == "interrupted"
+        out, _ = proc.communicate(timeout=60)
+        assert time.monotonic() - began < 20
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    # uvicorn re-raises the signal once its shutdown is complete: exiting "by SIGTERM" is the clean end.
+    assert proc.returncode in (0, -signal.SIGTERM), out[-2000:]
+    assert "Application shutdown complete" in out
+    assert "Traceback" not in out, out[-3000:]
+    stored = graph.store.get_node(Run, run_id)
+    assert stored is not None and stored.status == RunStatus.INTERRUPTED and 1 <= stored.evaluations < 60
+
+
+def _answers(http: httpx.Client) -> bool:
+    try:
+        return http.get("/whoami", headers=READER).status_code == 200
+    except httpx.HTTPError:
+        return False

@@ -269,7 +269,13 @@ def test_measured_effect_on_the_target_outranks_mined_evidence(container) -> Non
                 start_key=loser,
                 end_label="Target",
                 end_key="k1-x60",
-                props={"trials": 10, "successes": 9, "sum_log_speedup": 10 * np.log(1.8)},
+                props={
+                    "trials": 10,
+                    "correct": 10,
+                    "successes": 9,
+                    "sum_log_speedup": 10 * np.log(2.5),
+                    "sum_log_gain": 10 * np.log(1.8),
+                },
             )
         ]
     )
@@ -278,6 +284,7 @@ def test_measured_effect_on_the_target_outranks_mined_evidence(container) -> Non
     )
     assert hits[0].id == loser
     assert hits[0].measured and hits[0].measured["trials"] == 10
+    assert np.isclose(hits[0].measured["mean_speedup"], 2.5) and np.isclose(hits[0].measured["mean_gain"], 1.8)
 
 
 def test_unknown_filter_value_is_an_error_naming_it(container) -> None:

@@ -1,11 +1,12 @@
-"""GET /health: is the graph reachable, which schema, how big is the retrieval index."""
+"""GET /health (is the graph reachable), GET /whoami (the key's role) and GET /overview (the first screen)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
-from service.api.deps import StateDep
-from service.api.schemas import ErrorResponse, Health
+from service.api import views
+from service.api.deps import ReaderKey, StateDep
+from service.api.schemas import ErrorResponse, Health, Overview, WhoAmI
 
 router = APIRouter(tags=["health"])
 
@@ -26,4 +27,24 @@ def health(state: StateDep) -> Health:
         nodes={k: v for k, v in stats["labels"].items() if k not in ("Migration", "IndexState")},
         agent=state.runs.available,
         active_runs=state.runs.active_count(),
+    )
+
+
+@router.get("/whoami", response_model=WhoAmI, responses={401: {"model": ErrorResponse}})
+def whoami(caller: ReaderKey) -> WhoAmI:
+    """The presented key's role and id (a hash prefix, never the key): the page shows controls per role."""
+    return WhoAmI(role=caller.role.name.lower(), key_id=caller.key_id)
+
+
+@router.get("/overview", response_model=Overview, responses={401: {"model": ErrorResponse}})
+def overview(_: ReaderKey, state: StateDep) -> Overview:
+    """The first screen: what is in the graph, the recent runs, and per target the techniques whose
+    thoughts measured best (geometric-mean speedup over their trials; claims are not counted)."""
+    store = state.container.store
+    return Overview(
+        nodes=views.node_counts(store),
+        recent_runs=[
+            r.model_dump(mode="json", include=views.RUN_SUMMARY_FIELDS) for r in views.list_runs(store, None, 8)
+        ],
+        top_techniques=views.top_techniques(store),
     )

@@ -11,7 +11,12 @@ from service.api.deps import AnalystKey, CypherDep, StateDep
 from service.api.schemas import CypherRequest, ErrorResponse, QueryInfo, QueryList, QueryResultOut, QueryRunRequest
 
 router = APIRouter(tags=["cypher"], responses={401: {"model": ErrorResponse}, 403: {"model": ErrorResponse}})
-_ERRORS = {400: {"model": ErrorResponse}, 404: {"model": ErrorResponse}, 422: {"model": ErrorResponse}}
+_ERRORS = {
+    400: {"model": ErrorResponse},
+    404: {"model": ErrorResponse},
+    422: {"model": ErrorResponse},
+    503: {"model": ErrorResponse},
+}
 
 
 @router.get("/queries", response_model=QueryList)
@@ -37,7 +42,10 @@ def run_query(
 
 @router.post("/cypher", response_model=QueryResultOut, responses=_ERRORS)
 def run_cypher(_: AnalystKey, cypher: CypherDep, body: CypherRequest) -> QueryResultOut:
-    """Run one ad-hoc Cypher statement in a READ access-mode session: writes are refused and change
-    nothing; the transaction times out after settings.cypher_timeout_s; rows stop at settings.cypher_row_cap."""
+    """Run one ad-hoc Cypher statement that Neo4j's own EXPLAIN plan shows to be a read of the graph (writes,
+    schema, LOAD CSV, SHOW TRANSACTIONS/SETTINGS and non-allow-listed procedures are refused, 403, nothing
+    run), in a READ transaction that times out after settings.cypher_timeout_s; rows stop at
+    settings.cypher_row_cap or before settings.cypher_byte_cap bytes. 503 when earlier runaway queries
+    still hold every slot."""
     result = cypher.run(body.query, body.params)
     return QueryResultOut.model_validate(result.as_dict())

@@ -33,9 +33,10 @@ _NOT_FOUND = {404: {"model": ErrorResponse}}
         503: {"model": ErrorResponse},
     },
 )
-def start_run(_: OperatorKey, runs: RunsDep, req: RunRequest) -> RunAccepted:
-    """Queue an optimization run of `task` on `target`; it executes in the bounded worker pool."""
-    run = runs.submit(req)
+def start_run(caller: OperatorKey, runs: RunsDep, req: RunRequest) -> RunAccepted:
+    """Queue an optimization run of `task` on `target`; it executes in the bounded worker pool. The
+    caller's key id is recorded as the run's `started_by`."""
+    run = runs.submit(req, by=caller.key_id)
     return _accepted(run)
 
 
@@ -64,9 +65,10 @@ def get_run(_: ReaderKey, runs: RunsDep, run_id: RunId) -> RunDetail:
     response_model=CancelAccepted,
     responses={**_NOT_FOUND, 409: {"model": ErrorResponse}},
 )
-def cancel_run(_: OperatorKey, runs: RunsDep, run_id: RunId) -> CancelAccepted:
-    """Ask a run to stop after its current evaluation (or cancel it at once if it is not executing)."""
-    run = runs.cancel(run_id)
+def cancel_run(caller: OperatorKey, runs: RunsDep, run_id: RunId) -> CancelAccepted:
+    """Ask a run to stop after its current evaluation (a queued or idle run is cancelled at once); the
+    caller's key id is recorded as `cancelled_by`."""
+    run = runs.cancel(run_id, by=caller.key_id)
     active = runs.is_active(run_id)
     return CancelAccepted(
         id=run.id,
@@ -81,9 +83,10 @@ def cancel_run(_: OperatorKey, runs: RunsDep, run_id: RunId) -> CancelAccepted:
     response_model=RunAccepted,
     responses={**_NOT_FOUND, 409: {"model": ErrorResponse}, 429: {"model": ErrorResponse}},
 )
-def resume_run(_: OperatorKey, runs: RunsDep, run_id: RunId) -> RunAccepted:
-    """Continue an interrupted run from what the graph holds."""
-    return _accepted(runs.resume(run_id))
+def resume_run(caller: OperatorKey, runs: RunsDep, run_id: RunId) -> RunAccepted:
+    """Continue an interrupted run from what the graph holds (409 while another process holds its lease);
+    the caller's key id is recorded as `resumed_by`."""
+    return _accepted(runs.resume(run_id, by=caller.key_id))
 
 
 @router.get(
@@ -137,7 +140,7 @@ def _accepted(run: Run) -> RunAccepted:
 
 
 def _detail(runs: RunManager, run: Run, with_outcome: bool) -> RunDetail:
-    data = run.model_dump(mode="json", exclude={"settings", "llm_tokens"})
+    data = run.model_dump(mode="json", exclude={"settings", "llm_tokens", "lease_until"})
     best, lineage, history = None, [], []
     if with_outcome:
         history = runs.history(run)
@@ -150,4 +153,5 @@ def _detail(runs: RunManager, run: Run, with_outcome: bool) -> RunDetail:
                 status=str(best_exp.status),
                 summary=best_exp.summary,
             )
-    return RunDetail(**data, active=runs.is_active(run.id), history=history, best=best, lineage=to_json(lineage))
+    lineage = views.link_lineage_commits(runs.store, to_json(lineage))
+    return RunDetail(**data, active=runs.is_active(run.id), history=history, best=best, lineage=lineage)

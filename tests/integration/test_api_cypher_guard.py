@@ -1,0 +1,251 @@
+"""Analysts' Cypher cannot escape the graph: an escape corpus judged by Neo4j's own plan, the database's
+own hardening, and the timeout / byte cap on expressions Neo4j does not stop between rows."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import json
+import threading
+import time
+from collections.abc import Iterator
+
+import psutil
+import pytest
+from fastapi.testclient import TestClient
+
+from core.settings import Settings
+from knowledge import local_neo4j
+from knowledge.store import GraphStore
+from service.bootstrap import Container
+from tests.integration.conftest import ANALYST
+
+SECRET = "eok-secret-body-7f3a9c"  # what the local web server answers: must never appear in an answer
+
+
+@pytest.fixture(scope="module")
+def secret_url() -> Iterator[str]:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(f"a,b\n{SECRET},1\n".encode())
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/data.csv"
+    server.shutdown()
+
+
+def fingerprint(store: GraphStore) -> tuple:
+    """Counts, indexes, constraints and a hash of every label, type and property in the graph (except what
+    the service's own vector-sync loop rewrites in the background: IndexState and embedding_vector*)."""
+    nodes = store.read(
+        "MATCH (n) WHERE NOT n:IndexState RETURN elementId(n) AS id, labels(n) AS l, "
+        "[k IN keys(n) WHERE NOT k STARTS WITH 'embedding_vector' | [k, n[k]]] AS p ORDER BY id"
+    )
+    labels = sorted(str(n["l"]) for n in nodes)
+    rels = store.read(
+        "MATCH (a)-[r]->(b) RETURN elementId(r) AS id, type(r) AS t, properties(r) AS p, elementId(a) AS a, "
+        "elementId(b) AS b ORDER BY id"
+    )
+    indexes = store.read("SHOW INDEXES YIELD name, state RETURN name, state ORDER BY name")
+    constraints = store.read("SHOW CONSTRAINTS YIELD name RETURN name ORDER BY name")
+    digest = hashlib.sha256(json.dumps([nodes, rels], sort_keys=True, default=str).encode()).hexdigest()
+    return labels, len(rels), json.dumps(indexes), json.dumps(constraints), digest
+
+
+ESCAPES = [
+    # LOAD CSV, with every hiding place the old regex guard had
+    "LOAD CSV FROM 'file:///etc/passwd' AS line RETURN line",
+    "WITH '/*' AS a LOAD CSV FROM 'file:///etc/passwd' AS r WITH a, r, '*/' AS b RETURN r",
+    "WITH 1 AS `'` LOAD CSV FROM 'file:///proc/self/environ' AS r RETURN r, `'` // '",
+    "WITH \"//\" AS a LOAD CSV FROM 'file:///proc/self/environ' AS r RETURN r",
+    "load csv from 'fil\\u0065:///etc/passwd' as l return l",
+    "LOAD /* c */ CSV FROM 'file:///etc/passwd' AS l RETURN l",
+    "LOAD CSV WITH HEADERS FROM '{url}' AS l RETURN l",
+    "LOAD CSV FROM '{url}' AS l RETURN l",
+    "LOAD CSV FROM 'https://127.0.0.1:1/x.csv' AS l RETURN l",
+    "CALL () {{ LOAD CSV FROM '{url}' AS r RETURN r }} RETURN r",
+    "MATCH (t:Thought) WITH t LIMIT 1 LOAD CSV FROM '{url}' AS r RETURN r",
+    "USING PERIODIC COMMIT LOAD CSV FROM 'file:///etc/passwd' AS r CREATE (:Intruder {{r: r}})",
+    "EXPLAIN LOAD CSV FROM 'file:///etc/passwd' AS l RETURN l",
+    "CYPHER runtime=slotted LOAD CSV FROM 'file:///etc/passwd' AS l RETURN l",
+    # procedures by every spelling
+    "CALL dbms.listConfig()",
+    "CALL `dbms`.listConfig()",
+    "CALL `dbms`.`listConfig`() YIELD name RETURN name",
+    "CALL `dbms.listConfig`()",
+    "CALL dbms . listConfig ( )",
+    "CALL\tdbms.listConfig()",
+    "call DBMS.LISTCONFIG()",
+    "CALL dbms.listConnections()",
+    "CALL dbms.queryJmx('*:*')",
+    "CALL dbms.killConnections(['bolt-1', 'bolt-2'])",
+    "CALL dbms.components() YIELD name RETURN name",
+    "CALL db.stats.collect('QUERIES')",
+    "CALL db.stats.retrieve('QUERIES')",
+    "CALL db.stats.clear('QUERIES')",
+    "CALL db.clearQueryCaches()",
+    "CALL db.createLabel('Intruder')",
+    "CALL db.createProperty('intruder')",
+    "CALL db.createRelationshipType('INTRUDED')",
+    "CALL db.info()",
+    "CALL db.labels() YIELD label CALL dbms.listConfig() YIELD name RETURN label, name",
+    "CALL apoc.load.json('file:///etc/passwd')",
+    "RETURN apoc.version()",
+    "CALL db.index.fulltext.createNodeIndex('x', ['Thought'], ['title'])",
+    # writes, schema, subqueries, multiple statements
+    "CREATE (n:Intruder {name: 'x'}) RETURN n",
+    "MATCH (t:Thought) SET t.title = 'defaced' RETURN count(t)",
+    "MATCH (t:Thought) CALL (t) { SET t.title = 'defaced' } RETURN t",
+    "CALL () { CREATE (:Intruder) } IN TRANSACTIONS",
+    "UNWIND [1] AS x CALL (x) { CREATE (:Intruder) } IN TRANSACTIONS OF 1 ROW",
+    "FOREACH (x IN [1] | CREATE (:Intruder))",
+    "MATCH (x:Experience) DETACH DELETE x",
+    "RETURN 1; CREATE (n:Intruder)",
+    "RETURN 1 AS a; RETURN 2 AS b",
+    "CREATE INDEX intruder_idx IF NOT EXISTS FOR (n:Intruder) ON (n.name)",
+    "DROP INDEX knowledge_text",
+    "CREATE CONSTRAINT intr FOR (n:Intruder) REQUIRE n.id IS UNIQUE",
+    "EXPLAIN CREATE (n:Intruder)",
+    "PROFILE MATCH (n) RETURN count(n)",
+    # admin and session commands
+    "SHOW TRANSACTIONS",
+    "SHOW SETTINGS",
+    "SHOW USERS",
+    "SHOW DATABASES",
+    "SHOW CURRENT USER",
+    "TERMINATE TRANSACTION 'neo4j-transaction-1'",
+    "CREATE DATABASE intruder",
+    "ALTER USER neo4j SET PASSWORD 'intruder-pass'",
+    "USE system SHOW USERS",
+    "USE system MATCH (n) RETURN n",
+    "STOP DATABASE neo4j",
+]
+
+
+def test_escape_attempts_are_refused_and_change_nothing(
+    client: TestClient, api_graph: Container, secret_url: str
+) -> None:
+    before = fingerprint(api_graph.store)
+    answered, leaks = [], []
+    for template in ESCAPES:
+        query = (
+            template.format(url=secret_url) if "{url}" in template else template.replace("{{", "{").replace("}}", "}")
+        )
+        r = client.post("/cypher", json={"query": query}, headers=ANALYST)
+        if r.status_code not in (400, 403) or not r.json()["error"]["message"]:
+            answered.append((query, r.status_code, r.text[:200]))
+        leaks += [(query, s) for s in ("root:x:0", SECRET, "EOK_API_KEYS", "PATH=", "bolt-") if s in r.text]
+    assert answered == [] and leaks == []
+    assert fingerprint(api_graph.store) == before
+
+
+def test_parameters_are_values_never_code(client: TestClient, api_graph: Container) -> None:
+    before = fingerprint(api_graph.store)
+    injected = "x'}) DETACH DELETE n //"
+    for query, params in [
+        ("MATCH (n:Thought) WHERE n.id = $x RETURN n.id AS id", {"x": injected}),
+        ("RETURN $q AS q", {"q": "LOAD CSV FROM 'file:///etc/passwd' AS l RETURN l"}),
+        ("MATCH (n:Thought {id: $x}) RETURN n.id AS id", {"x": {"$ne": None}}),
+    ]:
+        r = client.post("/cypher", json={"query": query, "params": params}, headers=ANALYST)
+        assert r.status_code in (200, 400), r.text
+        assert "root:x:0" not in r.text
+    assert fingerprint(api_graph.store) == before
+
+
+@pytest.mark.parametrize(
+    ("query", "rows"),
+    [
+        ("WITH 1 AS use RETURN use", [{"use": 1}]),
+        ("WITH 2 AS show RETURN show", [{"show": 2}]),
+        ("WITH 3 AS load RETURN load", [{"load": 3}]),
+        ("WITH 4 AS terminate, 5 AS `call` RETURN terminate, `call`", [{"terminate": 4, "call": 5}]),
+        ("WITH 'x' AS `it's` RETURN `it's`", [{"it's": "x"}]),
+        (
+            "RETURN 'LOAD CSV FROM file:///etc/passwd' AS s // dbms.listConfig()",
+            [{"s": "LOAD CSV FROM file:///etc/passwd"}],
+        ),
+        ("MATCH (t:Thought {id: 't-lmul-gemv'}) WITH t.id AS use RETURN use", [{"use": "t-lmul-gemv"}]),
+        ("MATCH (t:Thought {id: 't-lmul-gemv'}) RETURN t.id AS `load csv`", [{"load csv": "t-lmul-gemv"}]),
+    ],
+)
+def test_reads_using_keywords_as_names_are_answered(client: TestClient, query: str, rows: list) -> None:
+    r = client.post("/cypher", json={"query": query}, headers=ANALYST)
+    assert r.status_code == 200, r.text
+    assert r.json()["rows"] == rows
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "CALL db.labels() YIELD label RETURN label",
+        "CALL db.relationshipTypes()",
+        "CALL db.propertyKeys()",
+        "CALL db.index.fulltext.queryNodes('knowledge_text', 'lmul') YIELD node RETURN node.id AS id",
+        "SHOW INDEXES YIELD name RETURN name",
+        "SHOW CONSTRAINTS",
+        "MATCH p = shortestPath((a:Thought)-[*..4]-(b:Target)) RETURN length(p) AS n LIMIT 1",
+        "MATCH (t:Thought) WHERE EXISTS { (t)-->() } RETURN count(t) AS n, COUNT { (t)-->() } AS d",
+        "MATCH (t:Thought) OPTIONAL MATCH (t)-->(x) RETURN t.id, collect(x) ORDER BY t.id SKIP 1 LIMIT 2",
+        "UNWIND [1, 2] AS x RETURN DISTINCT x UNION RETURN 3 AS x",
+        "CALL () { MATCH (t:Thought) RETURN t } RETURN count(t) AS n",
+    ],
+)
+def test_read_procedures_and_common_reads_pass_the_plan_check(client: TestClient, query: str) -> None:
+    r = client.post("/cypher", json={"query": query}, headers=ANALYST)
+    assert r.status_code == 200, r.text
+
+
+def test_local_server_is_hardened(api_graph: Container, neo4j_settings: Settings) -> None:
+    """Defense in depth, checked in the running server: no file URLs, no network, a memory cap, and no
+    EoK secrets in the server's environment."""
+    if not neo4j_settings.uses_local_neo4j:
+        pytest.skip("NEO4J_URI names a server this test did not configure")
+    rows = api_graph.store.read("SHOW SETTINGS YIELD name, value RETURN name, value")
+    config = {r["name"]: r["value"] for r in rows}
+    assert config["dbms.security.allow_csv_import_from_file_urls"] == "false"
+    assert config["db.memory.transaction.max"] not in ("0", "0B", "")
+    assert "0.0.0.0/0" in config.get("internal.dbms.cypher_ip_blocklist", "0.0.0.0/0")
+    pid = local_neo4j.pid(neo4j_settings)
+    assert pid is not None
+    environ = psutil.Process(pid).environ()
+    assert not any(k.startswith(("EOK_", "OPENAI", "NEO4J_PASSWORD")) for k in environ), sorted(environ)
+
+
+def test_runaway_expressions_end_at_the_timeout_and_memory_returns(
+    client: TestClient, api_graph: Container, api_settings: Settings, neo4j_settings: Settings
+) -> None:
+    """Neo4j stops a query only between rows: a single-row 10^9-step expression or a 15-million-element
+    answer used to hold the request for a minute and the server's memory for good."""
+    if not neo4j_settings.uses_local_neo4j:
+        pytest.skip("measures the local server's memory")
+    pid = local_neo4j.pid(neo4j_settings)
+    server = psutil.Process(pid)
+    before = server.memory_info().rss
+    for query in (
+        "RETURN reduce(s = 0, x IN range(1, 1000000000) | s + x) AS s",
+        "RETURN range(1, 15000000) AS r",
+    ):
+        began = time.monotonic()
+        r = client.post("/cypher", json={"query": query}, headers=ANALYST)
+        took = time.monotonic() - began
+        assert r.status_code in (400, 503), r.text
+        assert r.json()["error"]["code"] in ("query_timeout", "busy", "answer_too_large")
+        assert took < api_settings.cypher_timeout_s + 1.0, (query, took)
+    # The slots free once Neo4j has finished the abandoned work; then the heap shrinks back. Waiting for
+    # every abandoned transaction also keeps their CPU from slowing the tests that follow.
+    deadline = time.monotonic() + 240
+    abandoned = "SHOW TRANSACTIONS YIELD metaData WHERE metaData.eok_query IS NOT NULL RETURN count(*) AS n"
+    while api_graph.store.read(abandoned)[0]["n"]:
+        assert time.monotonic() < deadline, "abandoned queries never left Neo4j"
+        time.sleep(2)
+    assert client.post("/cypher", json={"query": "RETURN 1 AS one"}, headers=ANALYST).status_code == 200
+    while server.memory_info().rss > before + 50 * 2**20:
+        assert time.monotonic() < deadline, (before >> 20, server.memory_info().rss >> 20)
+        time.sleep(2)
