@@ -338,4 +338,5 @@ def test_softmax_without_the_max_subtracted_fails_on_large_inputs(evaluator: Eva
     no_max = reference.replace("float mx = in[0];", "float mx = 0.0f;").replace("mx = in[i] > mx ? in[i] : mx;", "")
     assert "float mx = 0.0f;" in no_max and "? in[i] : mx" not in no_max  # exp(x) itself is computed
     r = run(evaluator, "softmax", no_max, timing=False)
-    assert r.status == EvalStatus.WRONG and "nan" in r.feedback, r.feedback
+    # exp(100) overflows: the row comes out inf/inf or 0, never the expected probabilities
+    assert r.status == EvalStatus.WRONG and "expected" in r.feedback, r.feedback
