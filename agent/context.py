@@ -131,7 +131,7 @@ def gather(
     directions: int,
     runner: str = "qemu",
 ) -> AgentContext:
-    cards = _thought_cards(retriever, task, target)
+    cards = _thought_cards(retriever, task, target) or _thoughts_from_graph(store, task, target)
     _attach_stats(store, cards, target.key)
     return AgentContext(
         directions=_choose_directions(store, cards, directions),
@@ -156,25 +156,44 @@ def _thought_cards(retriever: Retriever, task: KernelTask, target: TargetProfile
     cards: dict[str, ThoughtCard] = {}
     for filters in searches:
         for hit in retriever.search(query, k=40, filters=filters):
-            n = hit.node
-            if hit.id in cards:
-                continue
-            cards[hit.id] = ThoughtCard(
-                id=hit.id,
-                idea_id=n.get("idea_id") or "",
-                title=n.get("title") or hit.id,
-                description=n.get("description") or "",
-                technique=Technique(n["technique"]),
-                operator=n.get("operator") or "other",
-                isa=n.get("isa") or "generic",
-                example_code=n.get("example_code") or "",
-                relevance=hit.score,
-                stats=ThoughtStats(hit.id, n.get("evidence_commits") or 0, n.get("prior_speedup")),
-                rvv_equivalents=list(n.get("rvv_equivalents") or []),
-                claims=list(n.get("claims") or []),
-            )
-            cards[hit.id].isa_fit = _isa_fit(cards[hit.id], isa)
+            if hit.id not in cards:
+                cards[hit.id] = _card(hit.id, hit.node, hit.score, isa)
     return list(cards.values())
+
+
+def _thoughts_from_graph(store: GraphStore, task: KernelTask, target: TargetProfile) -> list[ThoughtCard]:
+    """Thoughts read from the graph itself, the operator's first.
+
+    Retrieval reads indexes that follow the graph (the FAISS cache, Neo4j's eventually consistent full-text
+    index), so thoughts written a moment ago (a fresh graph's starter ideas) may not be found yet; the agent
+    still needs directions.
+    """
+    rows = store.read(
+        "MATCH (t:Thought) RETURN t.id AS id, properties(t) AS p "
+        "ORDER BY CASE WHEN t.operator = $op THEN 0 ELSE 1 END, t.id LIMIT 40",
+        op=str(task.operator),
+    )
+    isa = target_isa(target)
+    return [_card(r["id"], r["p"], 0.0, isa) for r in rows]
+
+
+def _card(thought_id: str, n: dict, score: float, isa: str | None) -> ThoughtCard:
+    card = ThoughtCard(
+        id=thought_id,
+        idea_id=n.get("idea_id") or "",
+        title=n.get("title") or thought_id,
+        description=n.get("description") or "",
+        technique=Technique(n["technique"]),
+        operator=n.get("operator") or "other",
+        isa=n.get("isa") or "generic",
+        example_code=n.get("example_code") or "",
+        relevance=score,
+        stats=ThoughtStats(thought_id, n.get("evidence_commits") or 0, n.get("prior_speedup")),
+        rvv_equivalents=list(n.get("rvv_equivalents") or []),
+        claims=list(n.get("claims") or []),
+    )
+    card.isa_fit = _isa_fit(card, isa)
+    return card
 
 
 def _isa_fit(card: ThoughtCard, isa: str | None) -> int:
