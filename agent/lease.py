@@ -3,7 +3,8 @@
 The lease (Run.lease_owner, Run.lease_until) is taken and renewed in one write transaction that first
 locks the node, with the database's clock, so two processes on two machines agree on expiry. The owner
 renews it every ttl/3 while the run executes; a process that cannot renew (it lost the lease, the graph
-is gone) stops the run. A crashed owner's lease expires after ttl, and only then may another take over.
+is gone) stops the run. A crashed owner's lease expires after ttl, and only then may another take over,
+unless the owner ran on this machine and its process is gone (kill -9 then resume: taken over at once).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+import psutil
 
 from core.errors import EokError
 from knowledge.store import GraphStore
@@ -36,12 +39,30 @@ SET r.lease_owner = CASE WHEN free THEN $owner ELSE r.lease_owner END,
 REMOVE r.lease_lock
 RETURN free
 """
+# Take over the lease of an owner known to be dead, only if that owner still holds it (compare and set).
+_TAKE_OVER = """
+MATCH (r:Run {id: $id})
+SET r.lease_lock = true
+WITH r, r.lease_owner = $dead AS same
+SET r.lease_owner = CASE WHEN same THEN $owner ELSE r.lease_owner END,
+    r.lease_until = CASE WHEN same THEN datetime() + duration({milliseconds: $ttl_ms}) ELSE r.lease_until END
+REMOVE r.lease_lock
+RETURN same AS free
+"""
 _RELEASE = "MATCH (r:Run {id: $id}) WHERE r.lease_owner = $owner REMOVE r.lease_owner, r.lease_until"
 
 
 class LeaseHeld(EokError):
     http_status = 409
     code = "run_owned"
+
+
+def _dead_on_this_host(owner: str) -> bool:
+    """The owner (host:pid:nonce) ran on this machine and its process is gone. A reused pid looks alive:
+    then the lease is simply waited out."""
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    return host == socket.gethostname() and pid.isdigit() and not psutil.pid_exists(int(pid))
 
 
 class RunLease:
@@ -53,9 +74,17 @@ class RunLease:
         self.lost = False
 
     def take(self) -> bool:
-        """Take or renew the lease; False when another owner holds an unexpired one."""
-        rows = self.store.write(_TAKE, id=self.run_id, owner=self.owner, ttl_ms=int(self.ttl_s * 1000))
-        return bool(rows and rows[0]["free"])
+        """Take or renew the lease; False when another live owner holds an unexpired one."""
+        ttl_ms = int(self.ttl_s * 1000)
+        rows = self.store.write(_TAKE, id=self.run_id, owner=self.owner, ttl_ms=ttl_ms)
+        if rows and rows[0]["free"]:
+            return True
+        holder, _ = self.holder()
+        if holder and _dead_on_this_host(holder):
+            # kill -9 of an owner on this machine: no need to wait out its lease (the resume a user runs next)
+            rows = self.store.write(_TAKE_OVER, id=self.run_id, owner=self.owner, dead=holder, ttl_ms=ttl_ms)
+            return bool(rows and rows[0]["free"])
+        return False
 
     def holder(self) -> tuple[str | None, object]:
         rows = self.store.read("MATCH (r:Run {id: $id}) RETURN r.lease_owner AS o, r.lease_until AS u", id=self.run_id)

@@ -114,3 +114,24 @@ def test_live_owner_keeps_the_run_from_resume_recover_and_execute(neo4j_settings
     finally:
         proc.kill()
         proc.wait(timeout=30)
+
+
+def test_a_killed_owner_on_this_machine_is_taken_over_at_once(store: GraphStore) -> None:
+    """kill -9 of `eok optimize`, then `eok optimize --resume`: the dead owner ran here, no need to wait."""
+    import socket
+
+    run_id = new_run(store)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(gone.stdout)
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        for pid, expected in ((live.pid, False), (dead_pid, True)):
+            store.write(
+                "MATCH (r:Run {id: $id}) SET r.lease_owner = $o, r.lease_until = datetime() + duration('PT60S')",
+                id=run_id,
+                o=f"{socket.gethostname()}:{pid}:abcd1234",
+            )
+            assert RunLease(store, run_id, owner="successor").take() is expected, pid
+    finally:
+        live.kill()
+        live.wait()
