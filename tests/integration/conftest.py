@@ -265,6 +265,7 @@ def seed_nodes() -> tuple[list[Node], list[Relationship]]:
             status=ExperienceStatus.OK,
             speedup=1.8,
             thought_ids=["t-lmul-gemv"],
+            generator="llm:stub",  # the thought was in the LLM's prompt: the lineage credits it
             summary="LMUL=4 row sweep: 1.8x",
             created_at=t0 + timedelta(minutes=2),
             code="void sgemv_n(int m, int n, const float *a, const float *x, float *y) { /* m4 */ }",

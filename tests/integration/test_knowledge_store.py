@@ -347,7 +347,14 @@ def test_search_answers_are_reused_until_the_graph_changes(container, neo4j_sett
     assert (container.retriever.cache_hits, container.retriever.cache_misses) == (1, 1)
 
     # This process writes: the next search looks again and finds the new thought at once.
-    new = Thought(id="t-new", idea_id="idea:x", title="prefetch trick for dot, the best one", technique="prefetch")
+    new = Thought(
+        id="t-new",
+        idea_id="idea:x",
+        title="prefetch trick for dot, the best one",
+        technique="prefetch",
+        isa="rvv",
+        operator="dot",  # like its neighbours: the query names the operator, and retrieval weighs that
+    )
     container.ingestor.ingest([new])
     assert "t-new" in [h.id for h in container.retriever.search("prefetch trick for dot", k=3, filters=thoughts)]
     assert container.retriever.cache_misses == 2
