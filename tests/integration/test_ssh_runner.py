@@ -9,9 +9,7 @@ qemu-riscv64, an honest stand-in for the board's CPU. Binaries are built with th
 
 from __future__ import annotations
 
-import shutil
 import socket
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,16 +21,9 @@ from evaluator.evaluate import Candidate, EvalStatus, Evaluator
 from evaluator.runners import SshRunner, get_runner
 from evaluator.targets import load_target
 from evaluator.tasks import load_task
+from tests.support.board import StandInBoard, stand_in_board
 
 pytestmark = pytest.mark.qemu
-
-SHIM = """#!/bin/sh
-# Test board: `taskset -c CORE ./harness ARGS` runs the riscv64 harness under qemu, pinned to CORE.
-[ "$1" = "-c" ] || exec /usr/bin/taskset "$@"
-core="$2"; shift 2
-echo "$core" > "$HOME_BOARD/last_core"
-exec /usr/bin/taskset -c "$core" qemu-riscv64 -cpu {cpu} "$@"
-"""
 
 
 def free_port() -> int:
@@ -42,38 +33,9 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def board(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
-    root = tmp_path_factory.mktemp("board")
-    for name in ("host_key", "client_key"):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(root / name)], check=True)
-    shutil.copy(root / "client_key.pub", root / "authorized_keys")
-    shim_dir = root / "shim"
-    shim_dir.mkdir()
-    (shim_dir / "taskset").write_text(SHIM.replace("{cpu}", load_target("k1-x60").qemu_cpu))
-    (shim_dir / "taskset").chmod(0o755)
-    remote = root / "remote"
-    remote.mkdir()
-    port = free_port()
-    (root / "sshd_config").write_text(
-        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {root / 'host_key'}\n"
-        f"AuthorizedKeysFile {root / 'authorized_keys'}\nPidFile {root / 'sshd.pid'}\n"
-        "PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n"
-        "PermitRootLogin prohibit-password\nUsePAM no\nStrictModes no\n"
-        f"SetEnv PATH={shim_dir}:/usr/local/bin:/usr/bin:/bin HOME_BOARD={root}\n"
-        "Subsystem sftp internal-sftp\n"
-    )
-    Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege-separation directory (systemd makes it on boards)
-    sshd = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", str(root / "sshd_config")], stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        assert sshd.poll() is None, sshd.stderr.read().decode() if sshd.stderr else "sshd exited"
-        time.sleep(0.05)
-    yield {"port": port, "key": root / "client_key", "root": root, "remote": remote}
-    sshd.terminate()
-    sshd.wait(timeout=10)
+def board(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandInBoard]:
+    with stand_in_board(tmp_path_factory.mktemp("board"), load_target("k1-x60").qemu_cpu) as b:
+        yield b
 
 
 @pytest.fixture(scope="module")
@@ -82,22 +44,20 @@ def evaluator(tmp_path_factory: pytest.TempPathFactory) -> Evaluator:
     return Evaluator(Settings(home=home, eval_timeout_s=20))
 
 
-def runner_for(board: dict[str, object], core: int = 1) -> SshRunner:
-    root = board["root"]
-    assert isinstance(root, Path)
+def runner_for(board: StandInBoard, core: int = 1) -> SshRunner:
     return SshRunner(
         "127.0.0.1",
         "root",
-        int(board["port"]),  # type: ignore[call-overload]
-        board["key"],  # type: ignore[arg-type]
+        board.port,
+        board.key,
         core=core,
-        remote_dir=str(board["remote"]),
-        known_hosts=root / "known_hosts",
+        remote_dir=str(board.remote),
+        known_hosts=board.root / "known_hosts",
         build_kind="emulator",
     )
 
 
-def test_the_reference_is_correct_and_measured_on_the_board(board: dict[str, object], evaluator: Evaluator) -> None:
+def test_the_reference_is_correct_and_measured_on_the_board(board: StandInBoard, evaluator: Evaluator) -> None:
     task = load_task("saxpy")
     r = evaluator.evaluate(task, load_target("k1-x60"), Candidate(code=task.reference_code), runner_for(board))
     assert r.status == EvalStatus.OK, r.feedback
@@ -107,21 +67,17 @@ def test_the_reference_is_correct_and_measured_on_the_board(board: dict[str, obj
         and r.candidate_seconds
         and r.speedup == pytest.approx(r.baseline_seconds / r.candidate_seconds)
     )
-    root = board["root"]
-    assert isinstance(root, Path)
-    assert (root / "last_core").read_text().strip() == "1"  # pinned as configured
-    remote = board["remote"]
-    assert isinstance(remote, Path)
-    assert list(remote.iterdir()) == []  # the copy on the board was removed
+    assert (board.root / "last_core").read_text().strip() == "1"  # pinned as configured
+    assert list(board.remote.iterdir()) == []  # the copy on the board was removed
 
 
-def test_a_wrong_candidate_fails_on_the_board(board: dict[str, object], evaluator: Evaluator) -> None:
+def test_a_wrong_candidate_fails_on_the_board(board: StandInBoard, evaluator: Evaluator) -> None:
     code = "void saxpy(int n, float a, const float *x, float *y) { for (int i = 0; i < n; i++) y[i] = a * x[i]; }"
     r = evaluator.evaluate(load_task("saxpy"), load_target("k1-x60"), Candidate(code=code), runner_for(board))
     assert r.status == EvalStatus.WRONG and "expected" in r.feedback
 
 
-def test_an_infinite_loop_is_killed_on_the_board(board: dict[str, object], tmp_path: Path) -> None:
+def test_an_infinite_loop_is_killed_on_the_board(board: StandInBoard, tmp_path: Path) -> None:
     evaluator = Evaluator(Settings(home=tmp_path / "home", eval_timeout_s=3))
     code = "void saxpy(int n, float a, const float *x, float *y) { volatile int s = 1; while (s) { } }"
     t0 = time.monotonic()
@@ -130,12 +86,12 @@ def test_an_infinite_loop_is_killed_on_the_board(board: dict[str, object], tmp_p
     assert time.monotonic() - t0 < 40
 
 
-def test_settings_configure_the_runner_and_a_missing_board_is_a_clear_error(board: dict[str, object]) -> None:
+def test_settings_configure_the_runner_and_a_missing_board_is_a_clear_error(board: StandInBoard) -> None:
     from core.errors import InvalidInput
 
     with pytest.raises(InvalidInput, match="EOK_SSH_HOST"):
         get_runner("ssh", Settings(ssh_host=None))
-    r = get_runner("ssh", Settings(ssh_host="127.0.0.1", ssh_port=int(board["port"]), ssh_user="root"))  # type: ignore[call-overload]
+    r = get_runner("ssh", Settings(ssh_host="127.0.0.1", ssh_port=board.port, ssh_user="root"))
     assert isinstance(r, SshRunner) and r.destination == "root@127.0.0.1" and r.build_kind == "board"
 
 
