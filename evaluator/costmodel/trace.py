@@ -127,6 +127,12 @@ def run_logged(
             hint="the harness runs too much code in model mode: shrink the sizes (a modeled run should stay "
             "below ~1e7 dynamic instructions) or raise max_log_bytes",
         )
+    if not log.exists():  # the run died before qemu wrote anything (or its sandbox could not start)
+        tail = err_path.read_bytes()[-300:].decode(errors="replace").strip().splitlines()
+        raise EokError(
+            f"the modeled run left no TB log (exit {proc.returncode}): {tail[-1] if tail else 'no diagnostic'}",
+            hint="run `eok eval` on the same candidate again; if it persists, check qemu-user and the sandbox",
+        )
     return log, seconds, proc.returncode
 
 
