@@ -201,7 +201,7 @@ class Bootstrapper:
                     if error is not None and _cluster_lost(error):
                         cancel.set()  # every other run would fail the same way: stop and let --resume go on
                         interrupted = True
-        outcome = self.outcome(boot.id, seconds=time.monotonic() - t0)
+        outcome = self.outcome(boot.id, seconds=time.monotonic() - t0, write=False)
         final = RunStatus.DONE if outcome.complete else RunStatus.INTERRUPTED
         if cancel.is_set() and not outcome.complete:
             interrupted = True
@@ -243,7 +243,8 @@ class Bootstrapper:
 
     # -------------------------------------------------------------------------------------- outcome
 
-    def outcome(self, bootstrap_id: str, seconds: float = 0.0) -> BootstrapOutcome:
+    def outcome(self, bootstrap_id: str, seconds: float = 0.0, write: bool = True) -> BootstrapOutcome:
+        """Rows per pair from the graph; `write` also saves summary.json and the plot."""
         boot = self.get(bootstrap_id)
         rows = self.store.read(
             "MATCH (r:Run {bootstrap_id: $id}) "
@@ -270,7 +271,8 @@ class Bootstrapper:
             key=lambda p: order.get((p.task, p.target), 1 << 30),
         )
         out = BootstrapOutcome(bootstrap=boot, rows=pairs, seconds=seconds)
-        out.artifacts = write_summary(self.home / "bootstraps" / boot.id, out)
+        if write:
+            out.artifacts = write_summary(self.home / "bootstraps" / boot.id, out)
         return out
 
 

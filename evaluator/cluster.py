@@ -230,11 +230,8 @@ def node_start_args(
         args.append(f"--node-ip-address={ip}")
     if num_cpus is not None:
         args.append(f"--num-cpus={num_cpus}")
-    if boards:
-        counts: dict[str, int] = {}
-        for b in boards:
-            counts[b.target] = counts.get(b.target, 0) + 1
-        args.append(f"--resources={json.dumps(counts)}")
+    if boards:  # one unit per board; start_node refuses two boards of one target on a node
+        args.append(f"--resources={json.dumps({b.target: 1 for b in boards})}")
     if block:
         args.append("--block")
     return args
