@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import httpx
 import pytest
 
@@ -11,25 +9,9 @@ from knowledge.starter import starter_knowledge
 from service.api.app import create_app
 from service.bootstrap import Container
 from tests.integration.conftest import OPERATOR, READER, free_port, serve_in_thread
+from tests.integration.test_api_runs import read_events
 
 pytestmark = [pytest.mark.qemu, pytest.mark.slow]
-
-
-def _events(http: httpx.Client, url: str) -> list[dict]:
-    events, current = [], {}
-    with http.stream("GET", url, headers=READER) as r:
-        assert r.status_code == 200, r.read()
-        for line in r.iter_lines():
-            if line.startswith(":"):
-                continue
-            if not line:
-                if current:
-                    events.append(current)
-                current = {}
-                continue
-            field, _, value = line.partition(": ")
-            current[field] = json.loads(value) if field == "data" else value
-    return events
 
 
 def test_a_bootstrap_over_http(api_graph: Container) -> None:
@@ -45,7 +27,7 @@ def test_a_bootstrap_over_http(api_graph: Container) -> None:
             r = http.post("/bootstraps", json=body, headers=OPERATOR)
             assert r.status_code == 202, r.text
             accepted = r.json()
-            events = _events(http, accepted["events_url"])
+            events = read_events(http, accepted["events_url"])
             assert events[0]["event"] == "started" and events[-1]["event"] == "finished", events[-1]
             assert events[-1]["data"]["runs_done"] == events[-1]["data"]["runs_total"] == 2
             assert [int(e["id"]) for e in events] == list(range(len(events)))  # ids never restart

@@ -39,8 +39,13 @@ def serve(container: Container, optimizer: StandInOptimizer | None, **options: A
 
 def sse(http: httpx.Client, run_id: str, headers: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """Read the whole event stream of a run (it ends when the run ends)."""
+    return read_events(http, f"/runs/{run_id}/events", headers)
+
+
+def read_events(http: httpx.Client, url: str, headers: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Read a whole server-sent-event stream (it ends with the run or bootstrap it follows)."""
     events, current = [], {}
-    with http.stream("GET", f"/runs/{run_id}/events", headers={**READER, **(headers or {})}) as r:
+    with http.stream("GET", url, headers={**READER, **(headers or {})}) as r:
         assert r.status_code == 200, r.read()
         assert r.headers["content-type"].startswith("text/event-stream")
         for line in r.iter_lines():
