@@ -334,7 +334,10 @@ CLONE_THREAD = 0x10000
 ENOSYS = 38
 # x86_64 numbers (arch/x86/entry/syscalls/syscall_64.tbl). The set is what clang-22 (-E, -c), ld.lld,
 # qemu-riscv64 7.2 (with TB logging) and the static harness were measured to call under strace -f,
-# plus the libc start-up family; nothing for sockets, ptrace, mounts, namespaces, keys, bpf, io_uring.
+# plus the libc start-up family and rt_sigsuspend (qemu-user, dying of a guest's fatal signal, kills itself
+# and waits there; when another of its threads takes the signal first the wait is reached, and refusing it
+# turned a plain SIGSEGV into SIGSYS, seen as a false sandbox violation under load); nothing for sockets,
+# ptrace, mounts, namespaces, keys, bpf, io_uring.
 SYSCALLS_X86_64 = {
     "read": 0, "write": 1, "open": 2, "close": 3, "stat": 4, "fstat": 5, "lstat": 6, "poll": 7, "lseek": 8,
     "mmap": 9, "mprotect": 10, "munmap": 11, "brk": 12, "rt_sigaction": 13, "rt_sigprocmask": 14,

@@ -69,7 +69,9 @@ then run this script again"
   fi
 fi
 
-has_candidate() { apt-cache policy "$1" 2>/dev/null | grep -q 'Candidate: [0-9]'; }
+# grep reads all of apt-cache's output (no -q): an early exit would SIGPIPE apt-cache and pipefail would
+# report "no candidate" for a package that has one.
+has_candidate() { apt-cache policy "$1" 2>/dev/null | grep 'Candidate: [0-9]' >/dev/null; }
 
 if ((${#missing[@]})); then
   say "installing ${#missing[@]} system packages: ${missing[*]}"
@@ -80,8 +82,9 @@ if ((${#missing[@]})); then
     # Debian 12 ships clang-22 in bookworm-security; Ubuntu gets it from the LLVM project's own archive.
     say "clang-22 is not in your apt sources: adding apt.llvm.org (llvm-toolchain-${VERSION_CODENAME}-22)"
     "${SUDO[@]}" install -d -m 0755 /etc/apt/keyrings
-    $PY -c 'import urllib.request,sys; sys.stdout.buffer.write(urllib.request.urlopen("https://apt.llvm.org/llvm-snapshot.gpg.key").read())' |
-      "${SUDO[@]}" tee /etc/apt/keyrings/apt.llvm.org.asc >/dev/null
+    key=$($PY -c 'import urllib.request,sys; print(urllib.request.urlopen("https://apt.llvm.org/llvm-snapshot.gpg.key", timeout=30).read().decode())' 2>/dev/null) ||
+      die "clang-22 is in none of your apt sources and apt.llvm.org cannot be reached; install clang-22, llvm-22 and lld-22 by hand, then run this script again"
+    printf '%s\n' "$key" | "${SUDO[@]}" tee /etc/apt/keyrings/apt.llvm.org.asc >/dev/null
     echo "deb [signed-by=/etc/apt/keyrings/apt.llvm.org.asc] http://apt.llvm.org/${VERSION_CODENAME}/ llvm-toolchain-${VERSION_CODENAME}-22 main" |
       "${SUDO[@]}" tee /etc/apt/sources.list.d/llvm-22.list >/dev/null
     "${SUDO[@]}" apt-get update -qq

@@ -176,9 +176,11 @@ static void replay(void) {
   n_touches = 0;
 }
 
+/* Only the main guest thread (vcpu 0) is simulated: the model prices one core, qemu-user runs guest
+ * threads on parallel host threads, and the cache arrays have no locks. A region that starts threads is
+ * refused by the trace parser; this keeps the plugin from corrupting memory (and crashing qemu) first. */
 static void on_mem(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *userdata) {
-  (void)vcpu;
-  if (!in_region) return;
+  if (vcpu != 0 || !in_region) return;
   Stat *s = userdata;
   unsigned size = 1u << qemu_plugin_mem_size_shift(info);
   bool store = qemu_plugin_mem_is_store(info);
@@ -205,12 +207,14 @@ static void dump(void) {
 }
 
 static void on_begin(unsigned int vcpu, void *userdata) {
-  (void)vcpu, (void)userdata;
+  (void)userdata;
+  if (vcpu != 0) return;
   in_region = true;
 }
 
 static void on_end(unsigned int vcpu, void *userdata) {
-  (void)vcpu, (void)userdata;
+  (void)userdata;
+  if (vcpu != 0) return;
   in_region = false;
   replay();
   dump();

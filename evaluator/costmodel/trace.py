@@ -184,6 +184,7 @@ def parse_log(data: bytes | mmap.mmap, begin_pc: int, end_pc: int) -> tuple[np.n
         start = data.find(b"\n", b) + 1
         e = data.find(end_tag, start)
         if e < 0:
+            _refuse_threads(data[start:])  # a threaded region that crashed qemu: name the real cause
             raise EokError(
                 "eok_region_end was not reached after eok_region_begin in the modeled run",
                 hint="the kernel crashed, looped or exited inside the region; run the candidate under qemu "
@@ -197,12 +198,8 @@ def parse_log(data: bytes | mmap.mmap, begin_pc: int, end_pc: int) -> tuple[np.n
             hint="the harness must call eok_region_begin()/eok_region_end() around the kernel call in model mode",
         )
     keys = np.concatenate([_keys_of(chunk) for chunk in chunks])
-    on_cpu0 = sum(chunk.count(b"Trace 0: ") for chunk in chunks)
-    if on_cpu0 != len(keys):
-        raise EokError(
-            f"the marked region ran on several threads ({len(keys) - on_cpu0} of {len(keys)} TBs off the main one)",
-            hint="the cost model prices one X60 core: time the single-threaded kernel (no threads in model mode)",
-        )
+    for chunk in chunks:
+        _refuse_threads(chunk)
     tb_addrs = parse_in_asm(data[: data.find(b"\n", last_end) + 1])
     begins, ends = _count(data, begin_tag), _count(data, end_tag)
     if begins != len(chunks) or ends != len(chunks) or data.find(b"\0") >= 0:
@@ -212,6 +209,16 @@ def parse_log(data: bytes | mmap.mmap, begin_pc: int, end_pc: int) -> tuple[np.n
             hint="something other than the harness called the region markers or wrote to the log",
         )
     return keys, tb_addrs, len(chunks)
+
+
+def _refuse_threads(region: bytes) -> None:
+    """Raise when TBs of the region ran on a guest thread other than the main one ("Trace N:", N > 0)."""
+    total, on_cpu0 = region.count(b"Trace "), region.count(b"Trace 0: ")
+    if total != on_cpu0:
+        raise EokError(
+            f"the marked region ran on several threads ({total - on_cpu0} of {total} TBs off the main one)",
+            hint="the cost model prices one X60 core: time the single-threaded kernel (no threads in model mode)",
+        )
 
 
 def _count(data: bytes | mmap.mmap, tag: bytes) -> int:
