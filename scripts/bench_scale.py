@@ -11,7 +11,12 @@ overhead per evaluation: the round trip of an empty task, and the median of (wal
 driver - time spent evaluating) for single jobs sent one at a time. Target: overhead <= 10% of the
 median evaluation.
 
-    python scripts/bench_scale.py [--n 64]
+Then the driver's side of scaling out: the single graph writer. It records --writes experiences, one
+transaction each, exactly as the agent does (agent.recorder: the experience, its links, the EFFECT_ON
+statistics of its three thoughts and its embedding), into a private Neo4j started for the bench, and
+prints milliseconds per record (wall and the driver's CPU) and the records per minute one writer sustains.
+
+    python scripts/bench_scale.py [--n 64] [--writes 300] [--only-writes]
 """
 
 from __future__ import annotations
@@ -31,6 +36,11 @@ from evaluator.evaluate import Candidate, Evaluator
 from evaluator.executor import EvalExecutor, EvalJob, InProcessExecutor
 from evaluator.targets import load_target
 from evaluator.tasks import load_task
+from knowledge import local_neo4j
+from knowledge.models import Experience, Run, Target, Task, Thought
+from knowledge.store import GraphStore
+from knowledge.taxonomy import Technique
+from service.bootstrap import build_embedder
 from tests.support.raycluster import Cluster, free_port
 
 TASKS = ("sgemm_64", "softmax")
@@ -102,11 +112,58 @@ def ray_mode(label: str, nodes: list[int], jobs: list[EvalJob], extra: list[Eval
         c.stop()
 
 
+def graph_writer(home: Path, writes: int) -> dict:
+    """Per-record cost of the agent's recorder against a private local Neo4j (wall and driver CPU)."""
+    from agent.recorder import Recorder
+
+    port = free_port()
+    settings = Settings(home=home / "graph", local_neo4j_port=port, local_neo4j_data=home / "neo4j", NEO4J_URI=None)
+    local_neo4j.start(settings, watch_pid=None)
+    try:
+        store = GraphStore.connect(settings)
+        thoughts = [
+            Thought(id=f"bench-t{i}", idea_id="bench-idea", title=f"bench thought {i}", technique=Technique.UNROLL)
+            for i in range(3)
+        ]
+        store.upsert_nodes([Task(id="bench-task", name="bench"), Target(key="k1-x60"), *thoughts])
+        store.upsert_nodes([Run(id="bench-run", task_id="bench-task", target_key="k1-x60", budget=writes)])
+        recorder = Recorder(store, build_embedder(settings))
+        walls, cpus = [], []
+        for i in range(writes + 10):  # the first 10 warm the model, the driver and Neo4j's plan cache
+            exp = Experience(
+                id=f"bench-run-{i}", task_id="bench-task", target_key="k1-x60", run_id="bench-run",
+                parent_id=f"bench-run-{i - 1}" if i else None, thought_ids=[t.id for t in thoughts], step=i,
+                code=f"/* candidate {i} */", status="ok", speedup=1.0 + i / 1000,
+                summary=f"bench candidate {i}: unrolled by {i % 8 + 1}, {1.0 + i / 1000:.3f}x",
+            )  # fmt: skip
+            t0, c0 = time.perf_counter(), time.process_time()
+            recorder.record(exp, success=True, parent_speedup=1.0, improves_run=True)
+            if i >= 10:
+                walls.append(time.perf_counter() - t0)
+                cpus.append(time.process_time() - c0)
+        store.close()
+    finally:
+        local_neo4j.stop(settings)
+    return {"wall": statistics.median(walls), "cpu": statistics.median(cpus), "n": writes}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=64, help="candidates in the batch (half sgemm_64, half softmax)")
+    ap.add_argument("--writes", type=int, default=300, help="experiences the graph-writer measurement records")
+    ap.add_argument("--only-writes", action="store_true", help="measure the graph writer only")
     args = ap.parse_args()
     home = Path(tempfile.mkdtemp(prefix="eok-bench-scale-"))
+    if not args.only_writes:
+        evaluations(args, home)
+    w = graph_writer(home, args.writes)
+    print(
+        f"graph writer: {w['n']} experiences recorded one transaction each: median {w['wall'] * 1e3:.1f} ms wall, "
+        f"{w['cpu'] * 1e3:.1f} ms driver CPU per record -> one writer sustains ~{60 / w['wall']:,.0f} records/min"
+    )
+
+
+def evaluations(args: argparse.Namespace, home: Path) -> None:
     jobs, extra = batch(args.n), batch(12)
 
     settings = Settings(home=home / "local", eval_parallelism=2)

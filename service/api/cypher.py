@@ -442,15 +442,15 @@ class ReadOnlyCypher:
                 result = tx.run(query, params)
                 columns = list(result.keys())
                 for record in result:
-                    row = {k: to_json(v) for k, v in record.items()}
+                    raw = dict(record.items())
+                    # The floor first: a row far over the cap (a 15-million-element list) is refused without
+                    # converting and serialising it, which alone took seconds past the timeout.
+                    if len(rows) == self.row_cap or size + json_size_floor(raw, self.byte_cap) > self.byte_cap:
+                        return self._cut(columns, rows, size)
+                    row = {k: to_json(v) for k, v in raw.items()}
                     row_bytes = len(json.dumps(row, default=str))
-                    if len(rows) == self.row_cap or size + row_bytes > self.byte_cap:
-                        if not rows:
-                            raise AnswerTooLarge(
-                                f"one row of the answer is larger than the {self.byte_cap // 1024} KiB byte cap",
-                                "return fewer or smaller values (e.g. size(list) instead of the list)",
-                            )
-                        return columns, rows, True, size
+                    if size + row_bytes > self.byte_cap:
+                        return self._cut(columns, rows, size)
                     rows.append(row)
                     size += row_bytes
                 return columns, rows, False, size
@@ -463,6 +463,17 @@ class ReadOnlyCypher:
                 if not abandoned.is_set():
                     with suppress(Neo4jError, DriverError, OSError):
                         tx.close()  # rolls back; the server stops producing the rest of the answer
+
+    def _cut(
+        self, columns: list[str], rows: list[dict[str, Any]], size: int
+    ) -> tuple[list[str], list[dict[str, Any]], bool, int]:
+        """The answer so far, marked truncated; a first row over the cap is an error instead."""
+        if not rows:
+            raise AnswerTooLarge(
+                f"one row of the answer is larger than the {self.byte_cap // 1024} KiB byte cap",
+                "return fewer or smaller values (e.g. size(list) instead of the list)",
+            )
+        return columns, rows, True, size
 
     def _timeout(self) -> QueryTimeout:
         return QueryTimeout(
@@ -542,6 +553,30 @@ def translate_neo4j_error(e: Neo4jError, timeout_s: float) -> EokError:
 
 def _first_lines(text: str, n: int = 4) -> str:
     return "\n".join(text.strip().splitlines()[:n])[:600]
+
+
+def json_size_floor(value: Any, limit: int) -> int:
+    """A lower bound of len(json.dumps(to_json(value))), counted only until it passes `limit`: a list's
+    separators are counted from its length before its elements are visited, so a huge list costs one len()."""
+    total, stack = 0, [value]
+    while stack and total <= limit:
+        v = stack.pop()
+        if isinstance(v, str):
+            total += len(v) + 2
+        elif isinstance(v, bytes | bytearray):
+            total += 4 * (len(v) // 3) + 2  # base64 in quotes
+        elif isinstance(v, list | tuple):
+            total += 2 + 2 * max(len(v) - 1, 0)  # brackets and ", " separators
+            if total <= limit:
+                stack.extend(v)
+        elif isinstance(v, dict):
+            total += 2 + 2 * max(len(v) - 1, 0) + 2 * len(v)  # braces, separators, ": " after each key
+            if total <= limit:
+                stack.extend(str(k) for k in v)
+                stack.extend(v.values())
+        else:  # numbers, booleans, null, nodes, temporals: at least one character (a node's map: two)
+            total += 1
+    return total
 
 
 def to_json(value: Any) -> Any:

@@ -130,18 +130,22 @@ def interrupted() -> NoReturn:
                 if note:
                     notes.append(note)
 
+    # Our compilers and qemu runs are paused (not killed: a killed one would be recorded as a crash) so the
+    # hooks' graph writes get the CPU; on a busy 2-core machine they otherwise missed the budget.
+    _signal_children(stop=True)
     worker = threading.Thread(target=run_hooks, daemon=True)
     worker.start()
     worker.join(INTERRUPT_BUDGET_S)
-    _kill_children()
+    _signal_children(stop=False)
     err_console.print(f"[yellow]interrupted[/]{': ' + '; '.join(notes) if notes else ''}", highlight=False)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(INTERRUPTED_EXIT)
 
 
-def _kill_children() -> None:
-    """Compilers and qemu runs we started (each in its own session, so Ctrl-C did not reach them)."""
+def _signal_children(stop: bool) -> None:
+    """Pause (stop=True) or kill the compilers and qemu runs we started (each in its own session, so
+    Ctrl-C did not reach them); the local Neo4j is spared."""
     import psutil
 
     spared = _local_neo4j_pids()
@@ -149,7 +153,7 @@ def _kill_children() -> None:
         for child in psutil.Process().children(recursive=True):
             if child.pid not in spared:
                 with contextlib.suppress(psutil.Error):
-                    child.kill()
+                    child.suspend() if stop else child.kill()
 
 
 def _local_neo4j_pids() -> set[int]:

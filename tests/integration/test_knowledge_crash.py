@@ -14,7 +14,8 @@ from knowledge import local_neo4j
 from knowledge.store import GraphStore
 from tests.conftest import free_port, local_test_settings
 
-N = 12_000
+N = 6_000
+BATCH = 1_000  # the ingest is killed after two committed batches of six
 
 INGEST = textwrap.dedent(
     """
@@ -26,13 +27,13 @@ INGEST = textwrap.dedent(
     from knowledge.models import Idea, Relationship, Thought
     from knowledge.store import GraphStore
 
-    home, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    home, port, n, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     s = Settings(home=home, local_neo4j_port=port, NEO4J_URI=None)
     store = GraphStore.connect(s)
     emb = Embedder.from_settings(s)
     rng = np.random.default_rng(0)
-    for start in range(0, n, 2000):
-        ids = range(start, min(n, start + 2000))
+    for start in range(0, n, batch):
+        ids = range(start, min(n, start + batch))
         nodes = [Idea(id="idea:x", title="x")] + [
             Thought(id=f"t{i}", idea_id="idea:x", title=f"thought {i}", technique="unroll") for i in ids]
         rels = [Relationship(type="HAS_THOUGHT", start_label="Idea", start_key="idea:x", end_label="Thought",
@@ -47,7 +48,7 @@ INGEST = textwrap.dedent(
 
 def _ingest(home: Path, port: int) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-c", INGEST, str(home), str(port), str(N)],
+        [sys.executable, "-c", INGEST, str(home), str(port), str(N), str(BATCH)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -308,7 +308,7 @@ def test_random_knob_combinations_are_correct(task: KernelTask, tmp_path_factory
         if valid is None or valid(task, X60, setting):
             v = fam.render(task, X60, setting)
             cases.setdefault(v.key, v)
-        if len(cases) == 4:
+        if len(cases) == 2:  # two seeded combinations per task: dozens over the families, in half the minutes
             break
     results = _run(_evaluator(tmp_path_factory), [(k, task, X60, v) for k, v in cases.items()], timing=False)
     for key, (r, v) in results.items():
