@@ -22,7 +22,7 @@ from typing import Any
 
 from knowledge.taxonomy import MAX_PLAUSIBLE_SPEEDUP, Isa, Operator, Technique
 from miners.gitwalk import FileChange, RawCommit
-from miners.profiles import ARCH_DIR_ISA, GPU_RE, LibraryProfile, file_kind, suffix
+from miners.profiles import ARCH_DIR_ISA, BUILD_RE, GPU_RE, LibraryProfile, file_kind, suffix
 
 THRESHOLD = 2.0
 
@@ -829,7 +829,7 @@ PERF_RX = re.compile(
 # Perf words that name a measuring tool, not a purpose: "perf logger", "for performance debugging".
 _TOOL_WORDS = (
     r"logg\w*|logs?|debug\w*|counters?|monitor\w*|stats?|statistics|metrics|profil\w*|tests?|testing|"
-    r"measur\w*|report\w*|trac(?:e|es|ing)"
+    r"measur\w*|report\w*|trac(?:e|es|ing)|cases?"
 )
 _INSTRUMENT_AFTER_RX = re.compile(rf"[\s-]+(?:{_TOOL_WORDS}|analysis|regressions?|numbers|data)\b", re.I)
 INSTRUMENT_TITLE_RX = re.compile(rf"\bperf(?:ormance)?[\s-]+(?:{_TOOL_WORDS})\b|\bprofil(?:er|ing)\b|\blogger\b", re.I)
@@ -842,16 +842,93 @@ THREAD_RX = re.compile(
     r"\bthreaded\b|(?<!single-)(?<!single )\bthreading\b|\bmulti-?core\b",
     re.I,
 )
+# Choosing the number of threads by problem size is tuning, even worded "use a single thread for small input
+# size": THREAD_RX leaves single-threaded alone, this names the size-dependent choice.
+THREAD_SIZE_RX = re.compile(
+    r"\b(?:single|one|1|fewer|less|more|multiple|max(?:imum)?|min(?:imum)?)[- ](?:threads?|cores?)\b.{0,40}?"
+    r"\b(?:small|large|big|tiny|short|long|sizes?|inputs?|matri(?:x|ces)|vectors?|problems?)\b|"
+    r"\b(?:small|large|big|tiny)\b.{0,40}?\b(?:single|one|fewer|less|more)[- ]threads?\b|"
+    r"\b(?:multi-?)?thread(?:ing|ed)?[- ](?:thresholds?|switch\w*|cut-?offs?)\b|"
+    r"\bthresholds?\b.{0,30}\b(?:multi-?)?thread(?:ing|s)?\b",
+    re.I,
+)
+# Fusing operations (graph fusion, fused kernels) exists to save launches and memory round trips: a title that
+# fuses ("fuse rms_norm + mul", "add fusion support for ...", "extend rope fusions"), not one that checks,
+# skips, refactors or hardens an existing fusion.
+FUSION_RX = re.compile(
+    r"(?:^|:\s*|\b(?:and|to|also)\s+)fus(?:e|es|ing)\b|"
+    r"\b(?:add\w*|extend\w*|implement\w*|enabl\w*|support\w*|more|new|generali[sz]\w*)\s+(?:\S+\s+){0,4}?fusions?\b|"
+    r"\bfusions?\s+(?:for|of)\b|\bfused\s+(?:\w+\s+){0,2}?(?:kernels?|ops?|operations?)\b|"
+    r"\b(?:add\w*|implement\w*|use[sd]?)\s+(?:a\s+)?fused\b",
+    re.I,
+)
+# Words that make a title about a fusion or a GPU mechanism something else: a check, a guard, a fallback, a fix.
+_MECHANISM_BLOCK_RX = re.compile(
+    r"\b(?:check\w*|skip\w*|avoid\w*|disabl\w*|refactor\w*|harden\w*|overlap\w*|mutat\w*|don'?t|do not|"
+    r"align\w*|strict\w*|remov\w*|print\w*|handl\w*|account\w*|bounds?|blacklist\w*|missing|fallback|"
+    r"exclud\w*|only|without|size|features?|race\w*|sinks?|asymmetric|browser|non-square|configs?|print\w*)\b",
+    re.I,
+)
+# GPU performance mechanisms: named in a title on GPU code they state a speed purpose as plainly as "SIMD"
+# does on CPU code (on GPU backends "kernel" alone does not: every operator is a kernel).
+_GPU_MECH = (
+    r"\bdp4a?\b|\bw?mma\b|tensor[- ]?cores?|\bcoopmat\d?\b|cooperative[- ]matri\w+|\bsubgroups?\b|"
+    r"\bsimd[- ]?groups?\b|shared[- ]mem(?:ory)?\b|\bsmem\b|\boccupancy\b|register[- ](?:spill\w*|pressure)|"
+    r"bank[- ]conflicts?|\bwarp[- ]?(?:level|shuffle|reduc\w*)\b|\bcp\.async\b|"
+    r"\basync(?:hronous)?[- ](?:copy|loads?)\b|"
+    r"\bvectori[sz]ed\s+(?:\w+\s+)?(?:loads?|stores?|ld/st|memory access\w*)\b|\bsplit[- ]?k\b|\bstream-?k\b"
+)
+# In a message any mention counts a little; in a title the mechanism must be what the change does ("use
+# shared memory for ssm_conv", "Volta tensor core support for MMF", "fix register spill").
+GPU_PERF_RX = re.compile(_GPU_MECH, re.I)
+GPU_PERF_TITLE_RX = re.compile(
+    r"\b(?:use[sd]?|using|enabl\w*|add\w*|implement\w*|port\w*|switch\w*|move[sd]?|copy|reduc\w*|limit\w*|"
+    r"via|with|increas\w*|improv\w*|adjust\w*|tun\w*|split\w*|shard\w*)\b.{0,50}?(?:" + _GPU_MECH + r")|"
+    r"(?:" + _GPU_MECH + r").{0,30}?\b(?:support|kernels?|path|for)\b",
+    re.I,
+)
+# Kernels written for one GPU family ("gemm and gemv kernels for Adreno") exist to run faster on it: the
+# generic kernels already ran the operator.
+GPU_TARGET_RX = re.compile(
+    r"\b(?:kernels?|shaders?|paths?|variants?|versions?|implementations?|gemm|gemv|mat-?mul|mul_m[mv]\w*)\b"
+    r"(?:\s+\w+){0,3}\s+(?:for|on)\s+(?:the\s+)?(?:adreno|mali|powervr|amd|rdna\d?|cdna\d?|gcn|nvidia|"
+    r"intel|apple|turing|ampere|ada|hopper|blackwell|volta|pascal|xe\w*|arc|m[1-5]|mi\d+|a\d{1,3}x?)\b",
+    re.I,
+)
 # Removing work that was done for nothing is a speedup: "remove redundant memcpy", "avoid reallocations".
 WASTE_RX = re.compile(
     r"\b(?:remov|avoid|skip|eliminat|drop|reduc|sav|cut)\w*\s+(?:(?:the|a|an|of|some|\w+)\s+){0,2}?"
     r"(?:redundant|unnecessary|unneeded|superfluous|needless|duplicated?|repeated)\s+(?:\w+\s+)?"
     r"(?:cop(?:y|ies|ying)|memcpy|memcop(?:y|ies)|alloc\w*|realloc\w*|sync\w*|barriers?|work|comput\w*|"
     r"loads?|stores?|transfers?|launch\w*|conversions?|casts?|passes|dispatch\w*|round[- ]trips?)\b|"
-    r"\bavoid\w*\s+(?:\w+\s+)?(?:re-?alloc\w*|re-?comput\w*|recompil\w*|copies|copying|sync\w*)\b",
+    r"\bavoid\w*\s+(?:\w+\s+)?(?:re-?alloc\w*|re-?comput\w*|copies|copying|sync\w*)\b|"
+    # work an application did whose result nobody used: "don't compute timestamps when not printing them"
+    r"\b(?:don'?t|do not|no longer|avoid\w*|skip\w*)\s+(?:\w+\s+){0,2}?(?:comput\w*|calculat\w*|"
+    r"re-?comput\w*|allocat\w*|load\w*|evaluat\w*|sort\w*|copy\w*)\b(?:\s+\S+){0,4}?\s+(?:when|if|unless)\s+"
+    r"(?:not|no|un\w+|they\s+are\s+not|it\s+is\s+not)\b",
     re.I,
 )
-FEATURE_TITLE_RX = re.compile(r"\bsupport(?:s|ed|ing)?\b", re.I)
+FEATURE_TITLE_RX = re.compile(
+    r"\bsupport(?:s|ed|ing)?\b|"
+    # a new operator or data format: "add FILL op", "implement SOLVE_TRI", "1.5 bit quantization"
+    r"\b(?:add\w*|implement\w*|initial)\s+(?:\w+\s+){0,3}?(?:ops?|operators?|(?:data\s*)?types?|formats?)\b|"
+    r"\b\d(?:\.\d+)?[- ]?bits?\s+quant\w*|\bnew\s+quant\w*",
+    re.I,
+)
+# An operator named in capitals ("add CONV_2D_DW", "implement SOLVE_TRI") is ggml's way of naming a new op.
+_OP_NAME_TITLE_RX = re.compile(
+    r"(?i:\b(?:add\w*|implement\w*))\s+(?:\w+\s+){0,2}?[A-Z]{2,}(?:_[A-Z0-9]+)+\b(?! kernel)"
+)
+# A change made for correctness, not speed: alignment, endianness, accuracy, races.
+CORRECTNESS_TITLE_RX = re.compile(
+    r"\bendian\w*|\b(?:un|mis)aligned\b|\bcorrect(?:ness|ly)?\b|\baccura(?:cy|te)\b|\bprecision (?:issue|loss)s?\b|"
+    r"\bstrict[- ]aliasing\b|\bundefined behaviou?r\b|\brace conditions?\b|\bout[- ]of[- ]bounds\b",
+    re.I,
+)
+# A sync imports another repository's changes: its title lists them, and a fix among them is one of many.
+SYNC_TITLE_RX = re.compile(r"^(?:[\w.-]+\s*:\s*)?sync\b", re.I)
+# Build time is not run time: "incremental shader builds", "reduce build time".
+BUILD_TIME_RX = re.compile(r"\bincremental\s+(?:\w+\s+)?builds?\b|\b(?:build|compilation)[- ]times?\b", re.I)
 # GitHub's web editor names a commit "Update <file>": that says nothing, least of all housekeeping.
 DEFAULT_UPDATE_TITLE_RX = re.compile(r"^update\s+[\w./-]+\.\w+$", re.I)
 # Identifiers and file names ("level3_gemm3m_thread.c"): technique words inside them are names, not statements.
@@ -870,7 +947,12 @@ IMPL_RX = re.compile(
 # A fix of slowness is a speedup: "fix performance bug", "performance regression fix", "fix slow path".
 PERF_FIX_RX = re.compile(
     r"\b(?:performance|perf|speed|slow\w*)\s+(?:bug|issue|regression|problem)s?\b|"
-    r"\bfix\w*\s+(?:the\s+|a\s+)?(?:slow\w*|performance|perf)\b",
+    r"\bfix\w*\s+(?:the\s+|a\s+)?(?:slow\w*|performance|perf)\b|"
+    # pathologies that only cost time: a "fix" of them is a speedup
+    r"\b(?:fix\w*|avoid\w*|reduc\w*|remov\w*)\s+(?:\w+\s+){0,3}?(?:register[- ]spill\w*|spill\w*|"
+    r"(?:low|poor|bad)\s+(?:occupancy|performance)|bank[- ]conflicts?|false[- ]sharing|cache[- ]thrash\w*|"
+    r"(?:pipeline\s+)?stalls?|contention)\b|"
+    r"\b(?:poor|bad|low|degraded)\s+(?:performance|perf|throughput|occupancy)\b",
     re.I,
 )
 NEG_STRONG_RX = re.compile(
@@ -938,7 +1020,11 @@ def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
     kernel_paths = [p for p in paths if kinds.get(p) == "kernel"]
     if c.is_merge:
         return MetaSignals(0.0, ["merge commit: its changes are judged in the merged commits"], [], [], [], True)
-    build_only = bool(paths) and all(kinds[p] == "build" for p in paths)
+    # A vendored tree's build file is this library's choice of what to build ("turn on optimized code" swaps
+    # LAPACK routines for the library's own in lapack-netlib/SRC/Makefile): build, not somebody else's code.
+    build_only = bool(paths) and all(
+        kinds[p] == "build" or (kinds[p] == "vendored" and BUILD_RE.search(p)) for p in paths
+    )
     if not code_paths and not (build_only and PERF_RX.search(c.message)):
         what = ", ".join(sorted({kinds[p] for p in paths})) or "no"
         return MetaSignals(0.0, [f"changes no source code (only {what} files)"], [], [], [], True)
@@ -953,35 +1039,57 @@ def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
     message, title = c.message, c.title
     perf_words = speed_words(message)
     title_perf = bool(perf_words) and bool(speed_words(title))
-    if perf_words:
+    gpu = gpu_only(code_paths or paths)
+    parsed = parse_claims(message)
+    claims = [c.value for c in parsed if c.plausible]
+    title_speed = title_perf or bool(claims)  # the title or a measurement states speed
+    blocked = _MECHANISM_BLOCK_RX.search(title)
+    gpu_title = (GPU_PERF_TITLE_RX.search(title) or GPU_TARGET_RX.search(title)) if gpu and not blocked else None
+    thread_title = THREAD_RX.search(title) or THREAD_SIZE_RX.search(title)
+    fusion_title = None if blocked else FUSION_RX.search(_IDENT_RX.sub(" ", title))
+    feature_title = (
+        None
+        if title_speed or gpu_title or thread_title or fusion_title
+        else FEATURE_TITLE_RX.search(title) or _OP_NAME_TITLE_RX.search(title)
+    )
+    if gpu and perf_words and not title_perf and feature_title and not IMPL_RX.search(title):
+        # "add Metal depthwise convolution ... (better perf than the CPU)": a feature whose message mentions
+        # speed in passing; the title says what the change is for.
+        add(0.5, f"a feature's message mentions performance in passing ({', '.join(sorted(perf_words)[:4])})")
+    elif perf_words:
         add(2.0 if title_perf else 1.5, f"message speaks of performance ({', '.join(sorted(perf_words)[:4])})")
-    elif m := THREAD_RX.search(title):
+    elif m := thread_title:
         title_perf = True  # a title about threads states a speed purpose as plainly as "faster"
         add(2.0, f"title speaks of threading, a speed purpose ({m.group(0)!r})")
-    elif m := THREAD_RX.search(message):
+    elif m := fusion_title:
+        title_perf = True  # fusing operations saves launches and memory round trips: nothing else
+        add(2.0, f"title fuses operations, a speed purpose ({m.group(0)!r})")
+    elif m := THREAD_RX.search(message) or THREAD_SIZE_RX.search(message):
         add(0.5, f"message speaks of threading ({m.group(0)!r})")
     if m := WASTE_RX.search(title):
         add(1.5, f"title removes wasted work ({m.group(0)[:50]!r})")
     elif m := WASTE_RX.search(message):
         add(0.5, f"message removes wasted work ({m.group(0)[:50]!r})")
-    parsed = parse_claims(message)
-    claims = [c.value for c in parsed if c.plausible]
     if claims:
         add(1.5, f"claims speedup {', '.join(f'{x:g}x' for x in claims[:4])}")
     for claim in parsed:
         if not claim.plausible:
             add(0.0, f"figure not believed: {claim.describe()[:120]}")
-    gpu = gpu_only(code_paths or paths)
     title_impl = False
-    if (m := IMPL_RX.search(title)) and not (gpu and m.group(0).lower().rstrip("s").endswith("kernel")):
+    if gpu_title:
+        title_impl = True
+        add(1.5, f"title names a GPU performance mechanism or target ({gpu_title.group(0)[:50]!r})")
+    elif (m := IMPL_RX.search(title)) and not (gpu and m.group(0).lower().rstrip("s").endswith("kernel")):
         title_impl = True
         add(1.5, f"title introduces a SIMD/kernel implementation ({m.group(0)[:50]!r})")
     elif (m := IMPL_RX.search(message)) and not gpu:
         add(0.5, f"message introduces a SIMD/kernel implementation ({m.group(0)[:50]!r})")
-    if not (title_perf or title_impl or claims) and (m := FEATURE_TITLE_RX.search(title)):
-        # "add support for Q4_1", "support mixed head sizes": a new capability, unless a SIMD/kernel
-        # title, a speed word in it or a measured speedup says otherwise.
-        add(-0.5, f"title adds a feature ({m.group(0)!r})")
+    elif gpu and not (blocked or feature_title) and (m := GPU_PERF_RX.search(message)):
+        add(0.5, f"message names a GPU performance mechanism ({m.group(0)[:50]!r})")
+    if not (title_perf or title_impl or claims) and feature_title:
+        # "add support for Q4_1", "support mixed head sizes", "add FILL op": a new capability, unless a
+        # SIMD/kernel title, a speed word in it or a measured speedup says otherwise.
+        add(-0.5, f"title adds a feature ({feature_title.group(0)!r})")
     if kernel_paths:
         add(0.5, f"touches kernel code ({kernel_paths[0]}{' ...' if len(kernel_paths) > 1 else ''})")
         new_kernels = [f for f in c.files if kinds[f.path] == "kernel" and f.deletions == 0 and f.insertions >= 30]
@@ -997,12 +1105,23 @@ def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
         add(0.5, f"message names a technique ({msg_tech[0].value}: {msg_tech[1].group(0)!r})")
     if (neg := NEG_STRONG_RX.search(title)) and (m := PERF_FIX_RX.search(title)):
         add(0.0, f"title fixes slowness, not a bug ({m.group(0)!r})")
+    elif neg and SYNC_TITLE_RX.search(title):
+        # "sync llama.cpp (CUDA add/mul bcast + Metal fix + custom RoPE)": one fix among the imported changes
+        add(-0.5, f"a sync's title lists a fix among its changes ({neg.group(0).strip()!r})")
     elif neg:
         add(-2.5 if not claims else -1.0, f"title reads as a fix/revert ({neg.group(0).strip()!r})")
+    elif title_speed:
+        pass  # a body's fix beside a stated speed purpose is a review round or a side fix, not the purpose
     elif neg := _body_fix(message):
         add(-0.5, f"message mentions a fix ({neg.group(0).strip()!r})")
-    if (neg := NEG_HOUSEKEEPING_RX.search(title)) and not title_perf and not DEFAULT_UPDATE_TITLE_RX.match(title):
+    if (
+        (neg := NEG_HOUSEKEEPING_RX.search(title) or BUILD_TIME_RX.search(title))
+        and not title_perf
+        and not DEFAULT_UPDATE_TITLE_RX.match(title)
+    ):
         add(-1.0, f"title reads as housekeeping ({neg.group(0).strip()!r})")
+    if not (title_perf or claims) and (m := CORRECTNESS_TITLE_RX.search(title)) and not PERF_FIX_RX.search(title):
+        add(-1.0, f"title states a correctness purpose ({m.group(0)!r})")
     if (m := INSTRUMENT_TITLE_RX.search(title)) and not title_perf:
         add(-1.0, f"title describes instrumentation, not a speedup ({m.group(0)!r})")
     # "disable X to improve performance" is tuning: only a disable without a speed purpose counts against.
@@ -1107,7 +1226,11 @@ def classify(c: RawCommit, profile: LibraryProfile, tri: Triage, patch: str) -> 
     net_intr = diff.net_intrinsics() if diff.added_intrinsics >= 8 else 0
     if diff.added_intrinsics >= 8 and (renamed := sum(diff.prefix_renames.values())) * 2 >= diff.added_intrinsics:
         add(-1.5, f"renames {renamed} intrinsic calls to the __riscv_ prefix: a mechanical change")
-    if net_intr >= 8:
+    if net_intr >= 8 and (new_type := _new_data_type(diff)) and not speed_words(c.title):
+        # A new quantization format comes with its SIMD dot products: they implement the format, they do not
+        # speed up anything that existed before.
+        add(0.0, f"adds {net_intr} SIMD intrinsic calls for a new data type ({new_type}): a feature's code")
+    elif net_intr >= 8:
         add(1.0, f"adds {net_intr} SIMD intrinsic calls")
     elif tri.huge_arch_kernels:
         # Too big to diff (> max_file_lines changed), but thousands of lines in an ISA's kernel folder are
@@ -1142,6 +1265,19 @@ def classify(c: RawCommit, profile: LibraryProfile, tri: Triage, patch: str) -> 
         claims=meta.parsed,
         kernel_files=meta.kernel_paths,
     )
+
+
+# A new member of a type enum ("GGML_TYPE_IQ1_S = 19,"): the change adds a data format.
+_NEW_TYPE_RX = re.compile(r"^\s*([A-Z][A-Z0-9]*_TYPE_[A-Z0-9_]+)\s*=\s*\d+\s*,", re.M)
+
+
+def _new_data_type(diff: DiffStats) -> str | None:
+    """The first type-enum member the added code defines that the removed code did not, if any."""
+    added = _NEW_TYPE_RX.findall(diff.added)
+    if not added:
+        return None
+    removed = set(_NEW_TYPE_RX.findall(diff.removed))
+    return next((t for t in added if t not in removed), None)
 
 
 def _identifiers(tokens: Counter[str], limit: int = 4000) -> str:
