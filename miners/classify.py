@@ -882,7 +882,7 @@ _GPU_MECH = (
 # shared memory for ssm_conv", "Volta tensor core support for MMF", "fix register spill").
 GPU_PERF_RX = re.compile(_GPU_MECH, re.I)
 GPU_PERF_TITLE_RX = re.compile(
-    r"\b(?:use[sd]?|using|enabl\w*|add\w*|implement\w*|port\w*|switch\w*|move[sd]?|copy|reduc\w*|limit\w*|"
+    r"\b(?:use[sd]?|using|enabl\w*|add\w*|implement\w*|port\w*|switch\w*|move[sd]?|copy|reduc\w*|limit\w*|fix\w*|"
     r"via|with|increas\w*|improv\w*|adjust\w*|tun\w*|split\w*|shard\w*)\b.{0,50}?(?:" + _GPU_MECH + r")|"
     r"(?:" + _GPU_MECH + r").{0,30}?\b(?:support|kernels?|path|for)\b",
     re.I,
@@ -1076,13 +1076,19 @@ def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
         if not claim.plausible:
             add(0.0, f"figure not believed: {claim.describe()[:120]}")
     title_impl = False
+    # "use unaligned vector loads for correctness": the vector code is the means, correctness the purpose
+    correctness = None if title_speed or PERF_FIX_RX.search(title) else CORRECTNESS_TITLE_RX.search(title)
     if gpu_title:
         title_impl = True
         add(1.5, f"title names a GPU performance mechanism or target ({gpu_title.group(0)[:50]!r})")
-    elif (m := IMPL_RX.search(title)) and not (gpu and m.group(0).lower().rstrip("s").endswith("kernel")):
+    elif (
+        (m := IMPL_RX.search(title))
+        and not correctness
+        and not (gpu and m.group(0).lower().rstrip("s").endswith("kernel"))
+    ):
         title_impl = True
         add(1.5, f"title introduces a SIMD/kernel implementation ({m.group(0)[:50]!r})")
-    elif (m := IMPL_RX.search(message)) and not gpu:
+    elif (m := IMPL_RX.search(message)) and not gpu and not correctness:
         add(0.5, f"message introduces a SIMD/kernel implementation ({m.group(0)[:50]!r})")
     elif gpu and not (blocked or feature_title) and (m := GPU_PERF_RX.search(message)):
         add(0.5, f"message names a GPU performance mechanism ({m.group(0)[:50]!r})")
@@ -1097,11 +1103,15 @@ def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
             add(0.5, f"adds kernel file {new_kernels[0].path}")
     if len(paths) >= 3 and 0 < len(code_paths) / len(paths) < 0.3:
         add(-0.5, "mostly non-source files")
-    title_tech = _first_technique(_IDENT_RX.sub(" ", title))
+    title_tech = None if correctness else _first_technique(_IDENT_RX.sub(" ", title))
     if title_tech and kernel_paths:
         add(1.0, f"title names a technique on kernel code ({title_tech[0].value}: {title_tech[1].group(0)!r})")
     # The body's technique matters only with a speed word or kernel code: only then is it looked for.
-    elif (perf_words or kernel_paths) and (msg_tech := title_tech or _first_technique(_IDENT_RX.sub(" ", message))):
+    elif (
+        not correctness
+        and (perf_words or kernel_paths)
+        and (msg_tech := title_tech or _first_technique(_IDENT_RX.sub(" ", message)))
+    ):
         add(0.5, f"message names a technique ({msg_tech[0].value}: {msg_tech[1].group(0)!r})")
     if (neg := NEG_STRONG_RX.search(title)) and (m := PERF_FIX_RX.search(title)):
         add(0.0, f"title fixes slowness, not a bug ({m.group(0)!r})")
@@ -1120,8 +1130,8 @@ def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
         and not DEFAULT_UPDATE_TITLE_RX.match(title)
     ):
         add(-1.0, f"title reads as housekeeping ({neg.group(0).strip()!r})")
-    if not (title_perf or claims) and (m := CORRECTNESS_TITLE_RX.search(title)) and not PERF_FIX_RX.search(title):
-        add(-1.0, f"title states a correctness purpose ({m.group(0)!r})")
+    if correctness and not title_perf:
+        add(-1.0, f"title states a correctness purpose ({correctness.group(0)!r})")
     if (m := INSTRUMENT_TITLE_RX.search(title)) and not title_perf:
         add(-1.0, f"title describes instrumentation, not a speedup ({m.group(0)!r})")
     # "disable X to improve performance" is tuning: only a disable without a speed purpose counts against.
