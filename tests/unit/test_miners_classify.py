@@ -207,6 +207,47 @@ SIGNAL_COMMITS: dict[str, dict[str, str]] = {
     "Update level3_gemm3m_thread.c": {
         "driver/level3/level3_gemm3m_thread.c": "min_jj = 3 * GEMM3M_UNROLL_N;\n",
     },
+    # classifier v3 classes (docs/MINERS.md "Precision and recall")
+    "Use a single thread for small input size": {
+        "interface/zaxpy.c": "if (n <= 10000) nthreads = 1;\nelse nthreads = blas_cpu_number;\n",
+    },
+    "turn on optimized code": {
+        "lapack-netlib/SRC/Makefile": "DLAPACKOBJS = dgetrf.o dgetrs.o dpotrf.o dtrtrs.o\n",
+    },
+    "POWER10: use unaligned vector loads for correctness": {
+        "kernel/power/dcopy_power10.c": "".join(f"v{i} = vec_xl(0, x + {2 * i});\n" for i in range(12)),
+    },
+    "opencl: add q4_K gemm and gemv kernels for Adreno": {
+        "src/ggml-opencl/kernels/gemv_q4_k.cl": "kernel void gemv_q4_k(global float * y) { y[0] = 0.0f; }\n",
+        "src/ggml-opencl/ggml-opencl.cpp": "if (is_adreno) kernel = backend->kernel_gemv_q4_k;\n",
+    },
+    "metal : fix q5_k mul_mv register spill": {
+        "src/ggml-metal/ggml-metal.metal": "float4 sumf = 0.f; // one accumulator: no spill\n",
+    },
+    "ggml-cpu: fuse RMS_NORM + MUL": {
+        "src/ggml-cpu/ops.cpp": "static void rms_norm_mul_f32(const float * x, const float * w, float * y);\n",
+    },
+    "CUDA: check for buffer overlap before fusing": {
+        "src/ggml-cuda/ggml-cuda.cu": "if (ggml_cuda_buffers_overlap(a, b)) return false;\n",
+    },
+    "metal : add CONV_2D_DW support\n\nAdds perf cases to test-backend-ops; faster than the CPU fallback.": {
+        "src/ggml-metal/ggml-metal.metal": "kernel void kernel_conv_2d_dw(device float * dst) { dst[0] = 0; }\n",
+    },
+    "ggml : sync llama.cpp (Q9_X)": {
+        "src/ggml.h": "    GGML_TYPE_Q9_X = 99,\n",
+        "src/ggml-quants.c": "".join(
+            f"acc = _mm256_fmadd_ps(_mm256_loadu_ps(x + {8 * i}), y, acc);\n" for i in range(10)
+        ),
+    },
+    "vulkan : incremental shader builds\n\nAvoid recompiling the shaders that did not change.": {
+        "src/ggml-vulkan/vulkan-shaders/vulkan-shaders-gen.cpp": "if (up_to_date(src, spv)) continue;\n",
+    },
+    "ggml-cpu: speed up the q4_0 dot product\n\n* fix the tail handling": {
+        "src/ggml-cpu/arch/x86/quants.c": "for (; i + 32 <= n; i += 32) { sum += dot32(x + i, y + i); }\n",
+    },
+    "whisper : don't compute token timestamps when they are not printed": {
+        "src/whisper-main.cpp": "wparams.token_timestamps = params.output_timestamps;\n",
+    },
 }
 HUGE_RVV_TITLE = "ggml-cpu: extend RVV quantization vec dot to higher VLENs"
 
@@ -283,3 +324,62 @@ def test_huge_isa_kernel_file_still_counts(signal_commits: dict) -> None:
     c = signal_commits[HUGE_RVV_TITLE]
     assert _has(c, "kernel code too large to read") and c.is_optimization
     assert [str(i) for i in c.isas] == ["rvv"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# classifier v3: the classes of the blind2 sample's misses and of issue 12
+
+
+def test_thread_count_sized_to_the_input_is_tuning(signal_commits: dict) -> None:
+    c = signal_commits["Use a single thread for small input size"]
+    assert _has(c, "title speaks of threading") and c.is_optimization
+
+
+def test_vendored_build_file_switching_to_optimized_routines(signal_commits: dict) -> None:
+    c = signal_commits["turn on optimized code"]
+    assert not _has(c, "changes no source code") and c.is_optimization
+
+
+def test_correctness_title_outweighs_the_intrinsics(signal_commits: dict) -> None:
+    c = signal_commits["POWER10: use unaligned vector loads for correctness"]
+    assert _has(c, "correctness purpose") and not c.is_optimization
+
+
+def test_gpu_kernels_for_one_gpu_family_and_spill_fixes(signal_commits: dict) -> None:
+    adreno = signal_commits["opencl: add q4_K gemm and gemv kernels for Adreno"]
+    assert _has(adreno, "GPU performance mechanism or target") and adreno.is_optimization
+    spill = signal_commits["metal : fix q5_k mul_mv register spill"]
+    assert _has(spill, "fixes slowness") and spill.is_optimization
+
+
+def test_fusing_is_a_speed_purpose_but_guarding_a_fusion_is_not(signal_commits: dict) -> None:
+    fuse = signal_commits["ggml-cpu: fuse RMS_NORM + MUL"]
+    assert _has(fuse, "title fuses operations") and fuse.is_optimization
+    guard = signal_commits["CUDA: check for buffer overlap before fusing"]
+    assert not _has(guard, "fuses") and not guard.is_optimization
+
+
+def test_gpu_feature_mentioning_speed_in_passing(signal_commits: dict) -> None:
+    c = signal_commits["metal : add CONV_2D_DW support"]
+    assert _has(c, "in passing") and not c.is_optimization
+    assert speed_words("add perf cases to test-backend-ops") == set()
+
+
+def test_new_data_type_simd_code_is_the_feature(signal_commits: dict) -> None:
+    c = signal_commits["ggml : sync llama.cpp (Q9_X)"]
+    assert _has(c, "new data type (GGML_TYPE_Q9_X)") and not c.is_optimization
+
+
+def test_build_time_is_not_run_time(signal_commits: dict) -> None:
+    c = signal_commits["vulkan : incremental shader builds"]
+    assert not _has(c, "wasted work") and _has(c, "housekeeping") and not c.is_optimization
+
+
+def test_side_fix_beside_a_speed_title_costs_nothing(signal_commits: dict) -> None:
+    c = signal_commits["ggml-cpu: speed up the q4_0 dot product"]
+    assert not _has(c, "mentions a fix") and c.is_optimization
+
+
+def test_application_work_nobody_uses_is_wasted(signal_commits: dict) -> None:
+    c = signal_commits["whisper : don't compute token timestamps when they are not printed"]
+    assert _has(c, "title removes wasted work")
