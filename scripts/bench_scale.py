@@ -97,9 +97,9 @@ def ray_mode(label: str, nodes: list[int], jobs: list[EvalJob], extra: list[Eval
     try:
         c.start_head(num_cpus=0)
         c.wait_for({})
-        for i, cpus in enumerate(nodes):
+        for i, cpus in enumerate(nodes):  # one at a time: two raylets registering at once timed out here
             c.start_worker(f"w{i}", num_cpus=cpus, EOK_HOME=str(home / f"w{i}"))
-        c.wait_for({"CPU": sum(nodes)})
+            c.wait_for({"CPU": sum(nodes[: i + 1])})
         ex = RayExecutor.connect(c.address)
         run_batch(ex, extra[:2])  # warm the workers (imports, baselines) outside the measurement
         wall, evals = run_batch(ex, jobs)
