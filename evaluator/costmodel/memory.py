@@ -13,7 +13,6 @@ import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from core.errors import EokError, Unavailable
+from core.private_dir import private_build_dir
 
 SOURCE = Path(__file__).with_name("memsim.c")
 HOST_CC = "clang-22"  # already required for the harness builds; builds the host plugin too
@@ -53,7 +53,7 @@ def plugin_path(build_dir: Path | None) -> Path:
     """The plugin shared object, built on first use (keyed by the source's hash)."""
     source = SOURCE.read_bytes()
     digest = hashlib.sha256(source).hexdigest()[:16]
-    folder = build_dir if build_dir is not None else Path(tempfile.gettempdir()) / f"eok-memsim-{os.getuid()}"
+    folder = build_dir if build_dir is not None else private_build_dir("eok-memsim")
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     target = folder / f"memsim-{digest}.so"
     if target.exists():
