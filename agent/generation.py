@@ -9,6 +9,7 @@ from typing import Protocol
 
 from agent.context import AgentContext, ThoughtCard
 from agent.offline import OfflineGenerator, ThoughtRef, Variant
+from agent.offline.hints import code_hints
 from evaluator.targets import TargetProfile
 from evaluator.tasks import KernelTask
 
@@ -95,6 +96,7 @@ class OfflineCandidateGenerator:
             operator=req.thought.operator,
             isa=req.thought.isa,
             title=req.thought.title,
+            hints=code_hints(req.thought.example_code, req.thought.isa),
         )
         proposal = gen.propose(ref, req.parent.variant, req.rng, req.tried)
         if proposal is None:

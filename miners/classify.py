@@ -412,11 +412,12 @@ OPERATOR_RX: list[tuple[Operator, re.Pattern[str]]] = [
     (Operator.SCAN, re.compile(r"ssm_scan|cumsum|\bscan\b", re.I)),
     (Operator.SORT, re.compile(r"argsort|\bsort\b|top_?k", re.I)),
     (Operator.REDUCE, re.compile(r"[isdcz]?i?a(?:max|min)|asum|\bsum_rows\b|\bsum\b|reduce|argmax|\bmax\b", re.I)),
-    (Operator.COPY, re.compile(r"[sdcz]copy|[sdcz]swap|memcpy|memset|_copy\b|\bcopy\b", re.I)),
+    # kernel file names end in _<variant> (`copy_rvv.c`, `scal_vector.c`): "_" ends a name there too
+    (Operator.COPY, re.compile(r"[sdcz]copy|[sdcz]?swap(?:\b|_)|memcpy|memset|_copy\b|\bcopy(?:\b|_)", re.I)),
     (
         Operator.ELEMENTWISE,
         re.compile(
-            r"[sdcz]?scal\b|_scal|\brot[mg]?\b|[sdcz]rot|vec_(?:add|mul|scale|mad)|"
+            r"[sdcz]?scal(?:\b|_)|_scal|\brot[mg]?(?:\b|_)|[sdcz]rot|vec_(?:add|mul|scale|mad)|"
             r"\badd\b|\bmul\b|elementwise|element-wise",
             re.I,
         ),

@@ -22,6 +22,7 @@ from knowledge.taxonomy import ISA_FAMILY, TECHNIQUE_DESCRIPTIONS, Isa, Operator
 from miners.classify import (
     ISA_ORDER,
     ISA_SUBSUMES,
+    OPERATOR_RX,
     TECHNIQUE_CODE,
     TOKEN_RX,
     Classification,
@@ -141,10 +142,14 @@ class Evidence:
             named = set(self.classification.isas)
             self._hunks = []
             budget = EXAMPLE_SCAN_CHARS
+            per_file: Counter[str] = Counter()
             for path, text in diff_hunks(self.patch, keep):
+                if per_file[path] >= EXAMPLE_SCAN_FILE_CHARS:
+                    continue  # this file has given enough; a many-kernel commit's other files come next
                 added = "\n".join(_ADDED_RX.findall(text))
                 if not added.strip():
                     continue
+                per_file[path] += len(added)
                 tokens = Counter(TOKEN_RX.findall(added))
                 vocab = " ".join(tokens)
                 counts, _ = code_isa_counts(vocab)
@@ -159,7 +164,8 @@ class Evidence:
 
 
 _ADDED_RX = re.compile(r"^\+(.*)", re.M)
-EXAMPLE_SCAN_CHARS = 60_000  # added code per commit searched for examples
+EXAMPLE_SCAN_CHARS = 200_000  # added code per commit searched for examples
+EXAMPLE_SCAN_FILE_CHARS = 12_000  # ... and per file of it (the start of each kernel file is searched)
 # Licence headers, includes, blank and comment-only lines: never what an example is for.
 _BOILER_RX = re.compile(
     r"copyright|licen[cs]|spdx|all rights reserved|warrant|redistribut|permission is hereby|the software|"
@@ -240,8 +246,10 @@ class ThoughtDraft:
         self.repos = sorted({*self.repos, *other.repos})
 
 
-def thought_id(change: str, isa: Isa, technique: Technique) -> str:
-    return f"thought:{change}:{isa.value}:{technique.value}"
+def thought_id(change: str, isa: Isa, technique: Technique, operator: Operator | None = None) -> str:
+    """`thought:<change>:<isa>:<technique>`, plus `:<operator>` for a commit's further kernels."""
+    base = f"thought:{change}:{isa.value}:{technique.value}"
+    return f"{base}:{operator.value}" if operator is not None else base
 
 
 def idea_id(technique: Technique) -> str:
@@ -262,48 +270,97 @@ def build_thoughts(evidence: Sequence[Evidence]) -> dict[str, ThoughtDraft]:
 
 
 def evidence_thoughts(ev: Evidence) -> list[ThoughtDraft]:
-    """The technique instances one commit evidences: per ISA whose vector code it shows, per technique."""
+    """The technique instances one commit evidences: per ISA whose vector code it shows, per kernel, per technique.
+
+    A commit that adds kernels for several operators (OpenBLAS's "Initial version for riscv sifive x280":
+    asum, axpy, dot, nrm2, gemm, ... in one go) evidences one instance per operator it touches, each with
+    its own kernel file's hunk and that file's operator; a commit about one kernel gives one per technique.
+    """
     c = ev.classification
     hunks = [h for h in ev.hunks() if h.boiler < 0.9]
     isas = list(c.isas) or [Isa.GENERIC]
     shown = [i for i in isas if any(h.isa == i for h in hunks)]
     # A change adding one ISA's vector code and naming others (dispatch, guards) is about that one ISA.
     targets = shown or isas
-    op = Operator(c.operators[0]) if c.operators else Operator.OTHER
     why = rationale(ev.message, ev.title)
     texts = [claim_text(x.value, x.span, ev.sha) for x in c.claims if x.plausible]
     out: list[ThoughtDraft] = []
     for isa in targets:
         pool = [h for h in hunks if h.isa == isa] or [h for h in hunks if h.isa is None] or hunks
-        for tech in c.techniques:
-            tech = Technique(tech)
-            rx = TECHNIQUE_CODE.get(tech)
-            code_based = any(r.startswith(f"{tech.value}: added code uses") for r in c.reasons)
-            if code_based and rx is not None and len(targets) > 1 and not any(h.hits(rx) for h in pool):
-                continue  # the technique's code is in another ISA's hunks
-            hunk = _best_hunk(pool, tech)
-            example = render_example(hunk, ev.sha, isa, tech) if hunk else ""
-            idents = sorted(set(_EXAMPLE_IDENT_RX.findall(example)))
-            out.append(
-                ThoughtDraft(
-                    id=thought_id(ev.change, isa, tech),
-                    idea_id=idea_id(tech),
-                    technique=tech,
-                    operator=op,
-                    isa=isa,
-                    title=thought_title(ev.title, tech, isa),
-                    description=describe(ev, tech, op, isa, why),
-                    example_code=example,
-                    identifiers=" ".join(idents[:60]),
-                    evidence=[ev.sha],
-                    claims=list(c.perf_claims),
-                    claim_texts=texts,
-                    rvv_equivalents=rvv_equivalents(example) if ISA_FAMILY[isa] != "riscv" else [],
-                    change=ev.change,
-                    repos=[ev.repo],
-                    source="llm" if ev.insight else "mined",
+        for op, group, primary in _kernels(pool, c):
+            for tech in _techniques(c, group, primary, len(targets) > 1):
+                hunk = _best_hunk(group, tech)
+                example = render_example(hunk, ev.sha, isa, tech) if hunk else ""
+                idents = sorted(set(_EXAMPLE_IDENT_RX.findall(example)))
+                out.append(
+                    ThoughtDraft(
+                        id=thought_id(ev.change, isa, tech, None if primary else op),
+                        idea_id=idea_id(tech),
+                        technique=tech,
+                        operator=op,
+                        isa=isa,
+                        title=thought_title(ev.title, tech, isa, None if primary else op),
+                        description=describe(ev, tech, op, isa, why),
+                        example_code=example,
+                        identifiers=" ".join(idents[:60]),
+                        evidence=[ev.sha],
+                        claims=list(c.perf_claims),
+                        claim_texts=texts,
+                        rvv_equivalents=rvv_equivalents(example) if ISA_FAMILY[isa] != "riscv" else [],
+                        change=ev.change,
+                        repos=[ev.repo],
+                        source="llm" if ev.insight else "mined",
+                    )
                 )
-            )
+    return out
+
+
+MAX_KERNELS_PER_CHANGE = 12  # operators one commit can evidence on one ISA (the ones with the most ISA code)
+
+
+def _kernels(pool: list[_Hunk], c: Classification) -> list[tuple[Operator, list[_Hunk], bool]]:
+    """(operator, its hunks, primary?) of the kernels a commit's hunks on one ISA belong to.
+
+    A hunk's operator comes from its file's name (`axpy_rvv.c`); hunks of files that name none belong to
+    the commit's own operator. One operator (the usual case): one kernel with every hunk, the commit's
+    operator. Several: the kernel with the most ISA code is the primary one (the unsuffixed thought id).
+    """
+    commit_op = Operator(c.operators[0]) if c.operators else Operator.OTHER
+    by_op: dict[Operator, list[_Hunk]] = defaultdict(list)
+    for h in pool:
+        by_op[_file_operator(h.path) or commit_op].append(h)
+    if len(by_op) <= 1:
+        only = next(iter(by_op), commit_op)
+        return [(only, pool, True)]
+    ranked = sorted(by_op.items(), key=lambda kv: (-sum(h.isa_tokens for h in kv[1]), kv[0].value))
+    ranked = ranked[:MAX_KERNELS_PER_CHANGE]
+    return [(op, group, i == 0) for i, (op, group) in enumerate(ranked)]
+
+
+def _file_operator(path: str) -> Operator | None:
+    stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    return next((op for op, rx in OPERATOR_RX if rx.search(stem)), None)
+
+
+def _techniques(c: Classification, group: list[_Hunk], primary: bool, several_isas: bool) -> list[Technique]:
+    """The commit's techniques that this kernel's hunks carry.
+
+    The primary kernel takes every technique the commit shows (its message speaks for it); another
+    kernel of the same commit only those whose code is in its own hunks, and vectorization when its
+    hunks are the ISA's vector code.
+    """
+    out: list[Technique] = []
+    for name in c.techniques:
+        tech = Technique(name)
+        rx = TECHNIQUE_CODE.get(tech)
+        code_based = any(r.startswith(f"{tech.value}: added code uses") for r in c.reasons)
+        hit = rx is not None and any(h.hits(rx) for h in group)
+        if primary:
+            if code_based and rx is not None and several_isas and not hit:
+                continue  # the technique's code is in another ISA's hunks
+            out.append(tech)
+        elif hit or (tech == Technique.VECTORIZE and any(h.isa_tokens for h in group)):
+            out.append(tech)
     return out
 
 
@@ -315,9 +372,10 @@ def claim_text(value: float, span: str, sha: str) -> str:
 _PR_SUFFIX_RX = re.compile(r"\s*\((?:#|llama/|whisper/|ggml/)\d+\)\s*$")
 
 
-def thought_title(commit_title: str, tech: Technique, isa: Isa) -> str:
+def thought_title(commit_title: str, tech: Technique, isa: Isa, operator: Operator | None = None) -> str:
     where = "" if isa == Isa.GENERIC else f" on {isa.value}"
-    return f"{_PR_SUFFIX_RX.sub('', commit_title)[:110]} [{tech.value}{where}]"
+    what = f"{tech.value} of {operator.value}" if operator is not None else tech.value
+    return f"{_PR_SUFFIX_RX.sub('', commit_title)[:110]} [{what}{where}]"
 
 
 # A sentence that says why: cause, mechanism or effect words.

@@ -56,6 +56,7 @@ class ThoughtRef(BaseModel):
     operator: str = "other"
     isa: str = "generic"
     title: str = ""
+    hints: dict[str, KnobValue] = {}  # knob values its mined code shows (agent.offline.hints), tried first
 
 
 class Family(Protocol):

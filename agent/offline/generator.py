@@ -118,10 +118,17 @@ class OfflineGenerator:
         technique = Technique(thought.technique)
         space, start, first = self._origin(technique, parent)
         if first is not None:
-            variant = self._render(space, first)
+            # Entering a family: at the settings the thought's own code shows, if it shows any.
+            hinted, said = _hinted(space, first, thought.hints, None)
+            variant = self._render(space, hinted)
             if variant.key not in tried:
                 what = "default" if space is not self.generic else "generic default"
-                return Proposal(variant=variant, thought_id=thought.id, mutation=f"{space.name} {what}")
+                return Proposal(variant=variant, thought_id=thought.id, mutation=f"{space.name} {what}{said}")
+        hinted, said = _hinted(space, start, thought.hints, technique)
+        if hinted != start:  # the technique's knobs at the thought's values before any grid walk
+            variant = self._render(space, hinted)
+            if variant.key not in tried:
+                return Proposal(variant=variant, thought_id=thought.id, mutation=said.strip(" ()"))
         for setting, mutation in self._moves(space, start, technique, rng):
             variant = self._render(space, setting)
             if variant.key not in tried:
@@ -211,6 +218,36 @@ class OfflineGenerator:
 
 
 # ------------------------------------------------------------------------------------------- moves
+
+
+def _hinted(
+    space: _Space, start: Setting, hints: dict[str, KnobValue], technique: Technique | None
+) -> tuple[Setting, str]:
+    """`start` with the knobs the thought's code sets (only those serving `technique`, unless None).
+
+    A number the grid lacks, or that the family finds invalid beside the other knobs (its register
+    budget), takes the largest value below it that fits (4 accumulators at LMUL 8 -> 2).
+    """
+    setting, moved = dict(start), []
+    for knob in space.knobs:
+        if knob.name not in hints or (technique is not None and not knob.serves(technique)):
+            continue
+        for value in _values_up_to(knob, hints[knob.name]):
+            trial = {**setting, knob.name: value}
+            if value == setting[knob.name] or space.valid(trial):
+                if value != setting[knob.name]:
+                    moved.append(f"{knob.name}: {setting[knob.name]} -> {value}")
+                    setting = trial
+                break
+    said = f" ({', '.join(moved)}, as in the thought's code)" if moved else ""
+    return setting, said
+
+
+def _values_up_to(knob: Knob, want: KnobValue) -> list[KnobValue]:
+    """The knob's values to try for a hint: the hint itself, or for numbers every value below it, largest first."""
+    if not isinstance(want, int) or not all(isinstance(v, int) for v in knob.values):
+        return [want] if want in knob.values else []
+    return sorted((v for v in knob.values if isinstance(v, int) and v <= want), reverse=True)
 
 
 def _steps(knob: Knob, current: KnobValue) -> list[tuple[int, KnobValue]]:

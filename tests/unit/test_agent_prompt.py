@@ -64,7 +64,7 @@ def _request() -> GenerationRequest:
 def test_prompt_has_task_sizes_tolerance_rules_and_timing() -> None:
     p = build_prompt(_request())
     assert "n=1, n=3, n=17, n=1000, n=4099, n=16384" in p and "bench size: n=16384" in p
-    assert "rtol=0.0001, atol=0.0001" in p
+    assert "rtol=0.0001, atol=0.001" in p
     assert "NOT modeled: caches" in p and "spacemit-x60" in p
     assert "Includes only:" in p and "<riscv_vector.h>" in p and "mutable global or static state" in p
     assert "-mrvv-max-lmul=mN" in p

@@ -165,3 +165,60 @@ def test_rvv_translation_table(code: str, expected: str) -> None:
     got = rvv_equivalents(code)
     assert len(got) == 1 and got[0].startswith(expected), got
     assert rvv_equivalents("__riscv_vle32_v_f32m1(p, vl)") == []  # RVV code needs no translation
+
+
+def _rvv_kernel(op: str, body: str) -> str:
+    return (
+        "#include <riscv_vector.h>\n"
+        f"void {op}_k(long n, float a, float *x, float *y) {{\n"
+        "    for (size_t vl; n > 0; n -= vl, x += vl, y += vl) {\n"
+        "        vl = __riscv_vsetvl_e32m8(n);\n"
+        "        vfloat32m8_t vx = __riscv_vle32_v_f32m8(x, vl);\n"
+        "        vfloat32m8_t vy = __riscv_vle32_v_f32m8(y, vl);\n"
+        f"{body}"
+        "    }\n}\n"
+    )
+
+
+def test_a_commit_adding_several_kernels_gives_each_its_own_thought(tmp_path) -> None:
+    from miners.distill import build_thoughts
+    from miners.pipeline import _evidence
+    from miners.profiles import OPENBLAS
+    from tests.support.gitrepos import _commit, init_repo
+
+    repo = init_repo(tmp_path / "openblas")
+    _commit(repo, "Initial import", {"README": "BLAS\n"}, 1_700_000_000)
+    files = {
+        "kernel/riscv64/axpy_rvv.c": _rvv_kernel(
+            "axpy", "        vy = __riscv_vfmacc_vf_f32m8(vy, a, vx, vl);\n        __riscv_vse32_v_f32m8(y, vy, vl);\n"
+        ),
+        "kernel/riscv64/nrm2_rvv.c": _rvv_kernel(
+            "nrm2",
+            "        vfloat32m8_t sq = __riscv_vfmul_vv_f32m8(vx, vx, vl);\n"
+            "        vfloat32m1_t s = __riscv_vfredusum_vs_f32m8_f32m1(sq, __riscv_vfmv_v_f_f32m1(0, 1), vl);\n"
+            "        *y += __riscv_vfmv_f_s_f32m1_f32(s);\n",
+        ),
+        "kernel/riscv64/scal_rvv.c": _rvv_kernel(
+            "scal", "        vx = __riscv_vfmul_vf_f32m8(vx, a, vl);\n        __riscv_vse32_v_f32m8(x, vx, vl);\n"
+        ),
+    }
+    _commit(repo, "Add RVV kernels for level 1 BLAS on the x280 (vectorized)", files, 1_700_000_100)
+    handle = gitwalk.open_repository(str(tmp_path / "openblas"), tmp_path / "cache")
+    warnings = gitwalk.WalkWarnings()
+    (m,) = [
+        x
+        for x in classify_commits(handle, OPENBLAS, gitwalk.walk_commits(handle, ["HEAD"], warnings), warnings)
+        if x.classification.is_optimization
+    ]
+    ev = _evidence("OpenMathLib/OpenBLAS", m)
+    assert ev is not None
+    thoughts = [t for t in build_thoughts([ev]).values() if t.technique.value == "vectorize"]
+    by_op = {t.operator.value: t for t in thoughts}
+    assert set(by_op) == {"axpy", "nrm2", "elementwise"}, sorted(by_op)
+    for op, stem in (("axpy", "axpy_rvv.c"), ("nrm2", "nrm2_rvv.c"), ("elementwise", "scal_rvv.c")):
+        t = by_op[op]
+        assert t.isa.value == "rvv"
+        assert stem in t.example_code.split("\n", 1)[0], (op, t.example_code[:80])
+        assert t.description.count(f"in {op} code") == 1
+    assert len({t.id for t in thoughts}) == 3  # one primary id, the others suffixed with their operator
+    assert sum(t.id.count(":") == 3 for t in thoughts) == 1

@@ -1,0 +1,72 @@
+"""Knob settings read from a thought's mined code: what the expert kernel actually did.
+
+A mined thought carries the hunk that did the trick. When that hunk is RVV code, some of its choices map
+straight onto the offline families' knobs: the register grouping it computes with (`vfloat32m8_t`,
+`__riscv_vle32_v_f32m8`, `vsetvl_e32m8` -> lmul 8) and how many independent accumulators its FMAs
+update (`acc0 = __riscv_vfmacc_vv_f32m4(acc0, ...)` ... `acc3` -> accumulators 4). The generator tries
+those values first instead of walking the grid one step at a time from the plain setting, so a graph
+that knows how OpenBLAS or ggml wrote the kernel starts where they ended.
+
+Only what the code states unambiguously becomes a hint; code of other ISAs gives accumulator counts
+(their register width is not RVV's grouping, so no LMUL), and no code gives nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from agent.offline.base import KnobValue
+
+_RVV_LMUL = re.compile(
+    r"\b(?:v(?:float|int|uint)\d+m([1248])_t|__riscv_\w+?_[fiu]\d+m([1248])\b|vsetvl(?:max)?_e\d+m([1248]))"
+)
+_OLD_RVV_LMUL = re.compile(r"\bv\w+_v_[fiu]\d+m([1248])\b|\bvsetvl(?:max)?_e\d+m([1248])\b")
+# An FMA-like update of an accumulator: `acc = fma(acc, ...)` (RVV, NEON, SVE) or `acc = fma(a, b, acc)`.
+_FMA_ASSIGN = re.compile(
+    r"\b(\w+)\s*=\s*(?:__riscv_)?(?:vf?w?macc|vfmadd|vfwmacc|vmacc|vwmacc|vfmaq|vmlaq|vdotq|svmla|svdot|svmad|"
+    r"_mm\d*_fmadd|_mm\d*_dpbusd|_mm\d*_madd|__lasx_xvfmadd|__lsx_vfmadd|vec_madd)\w*\s*\(([^;]*)\)\s*;"
+)
+RVV_ISAS = {"rvv", "xtheadvector"}
+
+
+def code_hints(code: str, isa: str) -> dict[str, KnobValue]:
+    """Knob values the example code shows: `lmul` (RVV only) and `accumulators`; {} when it shows none."""
+    hints: dict[str, KnobValue] = {}
+    if not code:
+        return hints
+    added = "\n".join(line[1:] for line in code.split("\n") if line.startswith("+")) or code
+    if isa in RVV_ISAS:
+        lmul = _lmul(added)
+        if lmul:
+            hints["lmul"] = lmul
+    acc = _accumulators(added)
+    if acc > 1:
+        hints["accumulators"] = acc
+    return hints
+
+
+def _lmul(code: str) -> int | None:
+    """The register grouping most of the code computes with (a lone m1 reduction seed does not count)."""
+    seen: Counter[int] = Counter()
+    for rx in (_RVV_LMUL, _OLD_RVV_LMUL):
+        for groups in rx.findall(code):
+            for g in groups:
+                if g:
+                    seen[int(g)] += 1
+    if not seen:
+        return None
+    wide = {k: v for k, v in seen.items() if k > 1}
+    # Reductions seed and read an m1 register whatever the loop's grouping: m1 wins only when it dominates.
+    if wide and max(wide.values()) * 2 >= seen.get(1, 0):
+        return max(wide, key=lambda k: (wide[k], k))
+    return max(seen, key=lambda k: (seen[k], k))
+
+
+def _accumulators(code: str) -> int:
+    """How many distinct variables FMA-like updates accumulate into (each updated from itself)."""
+    names = set()
+    for target, args in _FMA_ASSIGN.findall(code):
+        if re.search(rf"\b{re.escape(target)}\b", args):
+            names.add(target)
+    return len(names)
