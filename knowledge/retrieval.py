@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from knowledge.embeddings import Embedder
 from knowledge.models import effect_summary
 from knowledge.store import GraphStore
-from knowledge.taxonomy import MAX_PLAUSIBLE_SPEEDUP, Isa, Operator, Technique, parse_enum
+from knowledge.taxonomy import MAX_PLAUSIBLE_SPEEDUP, OPERATOR_NEIGHBOURS, Isa, Operator, Technique, parse_enum
 from knowledge.vector_index import FRESHNESS_CHECK_S, VectorIndex
 
 Kind = Literal["thought", "idea", "experience"]
@@ -25,9 +25,14 @@ EXPANSION_FANOUT = 5  # thoughts per matched idea that graph expansion may add
 RESULT_CACHE_BYTES = 64 * 2**20  # answers kept while the graph is unchanged, bounded by their JSON size
 RESULT_MAX_BYTES = RESULT_CACHE_BYTES // 16  # a larger single answer (k in the thousands) is not kept
 RRF_K = 60  # the usual reciprocal-rank constant: flattens the head so no single ranker dominates
-# Log-scale weights of what a query names explicitly: the operator is the most specific, then the ISA,
-# then the technique; code on another ISA than the one named costs as much as the ISA match earns.
-INTENT_WEIGHT = {"operator": 1.0, "isa": 0.6, "technique": 0.5}
+# Log-scale weights of what a query names explicitly. An engineer who names an ISA wants that ISA's code:
+# a match earns as much as the named operator, code on another ISA costs as much, and portable C (right
+# idea, none of the ISA's intrinsics) half of it. A neighbouring operator (taxonomy.OPERATOR_NEIGHBOURS:
+# a dot for a gemv question) earns less than the operator named.
+INTENT_WEIGHT = {"operator": 1.0, "isa": 1.0, "technique": 0.5}
+OTHER_ISA_COST = 1.0
+PORTABLE_COST = 0.5
+NEIGHBOUR_OPERATOR = 0.4
 
 # What a kernel engineer's query names, in the words such queries use (not the miners' commit patterns:
 # those read code and commit messages). Operators are tried in order; the first match wins per word.
@@ -57,7 +62,7 @@ _QUERY_OPERATOR: list[tuple[Operator, re.Pattern[str]]] = [
     (Operator.SOFTMAX, re.compile(r"softmax", re.I)),
     (Operator.NORM, re.compile(r"rms_?norm|layer_?norm|batch_?norm", re.I)),
     (Operator.CONV, re.compile(r"\bconv|im2col|winograd", re.I)),
-    (Operator.ACTIVATION, re.compile(r"gelu|silu|relu|sigmoid|tanh|activation", re.I)),
+    (Operator.ACTIVATION, re.compile(r"gelu|silu|relu|sigmoid|tanh|activation|\bexpf?\b", re.I)),
     (Operator.ROPE, re.compile(r"\brope\b|rotary", re.I)),
     (Operator.REDUCE, re.compile(r"\bi?amax\b|\bi?amin\b|asum|\bsum\b", re.I)),  # "reduce once" is a technique
     (Operator.ELEMENTWISE, re.compile(r"\b[sd]?scal\b", re.I)),
@@ -308,8 +313,15 @@ class Retriever:
         k: int,
         intent: Intent | None = None,
     ) -> list[SearchHit]:
-        # Apply the prior to a generous head only: details cost a query, the tail never wins.
-        head = sorted(fused, key=fused.__getitem__, reverse=True)[: max(3 * k, 30)]
+        # Apply the prior to a generous head only: details cost a query, the tail never wins. The head is
+        # chosen with the query's intent already applied (from the attributes beside the vectors), so a
+        # thought only the intent ranker found is not cut for appearing in one ranker.
+        def first_pass(key: tuple[str, str]) -> float:
+            if not intent or key[0] != "Thought":
+                return fused[key]
+            return fused[key] * math.exp(_intent_fit(self.index.attributes("Thought", key[1]), intent))
+
+        head = sorted(fused, key=first_pass, reverse=True)[: max(3 * k, 30)]
         details = self._details(q, head, f.target)
         hits = []
         for key in head:
@@ -399,10 +411,14 @@ def _outcome_prior(label: str, d: dict[str, Any]) -> float:
 
 
 def _intent_filters(intent: Intent, f: SearchFilters) -> list[dict[str, str]]:
+    """Filters of the intent rankers: each named ISA x each named operator and its neighbours."""
     base = f.attribute_filters("Thought")
+    ops = set(intent.operator)
+    for op in intent.operator:
+        ops |= {n.value for n in OPERATOR_NEIGHBOURS.get(Operator(op), frozenset())}
     out = []
     for isa in sorted(intent.isa) or [None]:
-        for op in sorted(intent.operator) or [None]:
+        for op in sorted(ops) or [None]:
             extra = {**({"isa": isa} if isa else {}), **({"operator": op} if op else {})}
             if extra and all(base.get(a, v) == v for a, v in extra.items()):
                 out.append({**base, **extra})
@@ -410,16 +426,27 @@ def _intent_filters(intent: Intent, f: SearchFilters) -> list[dict[str, str]]:
 
 
 def _intent_fit(node: dict[str, Any], intent: Intent) -> float:
-    """Log-scale: + for each named ISA, operator and technique it matches; - for code on another ISA than
-    the one named (portable C is neither)."""
+    """Log-scale: + for each named ISA, operator and technique it matches (less for a neighbouring
+    operator); - for code on another ISA than the one named, half as much for portable C."""
     fit = 0.0
     isa = node.get("isa") or "generic"
     if intent.isa and isa not in intent.isa:
-        fit -= INTENT_WEIGHT["isa"] if isa != "generic" else 0.0
+        fit -= PORTABLE_COST if isa == "generic" else OTHER_ISA_COST
     for field in ("isa", "operator", "technique"):
         if node.get(field) in getattr(intent, field):
             fit += INTENT_WEIGHT[field]
+    op = node.get("operator")
+    if intent.operator and op not in intent.operator and _neighbour(op, intent.operator):
+        fit += NEIGHBOUR_OPERATOR
     return fit
+
+
+def _neighbour(op: str | None, named: set[str]) -> bool:
+    try:
+        neighbours = OPERATOR_NEIGHBOURS.get(Operator(op or "other"), frozenset())
+    except ValueError:
+        return False
+    return any(n.value in named for n in neighbours)
 
 
 def _clamp(x: float) -> float:

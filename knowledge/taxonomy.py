@@ -111,6 +111,36 @@ class Operator(StrEnum):
     OTHER = "other"
 
 
+# Operators whose kernels share their shape (the loops, the reduction, the data movement): a question about
+# one is partly answered by the code of another (a gemv by a dot, a softmax by an exp activation and a max
+# reduction). Retrieval gives such a thought a smaller boost than the operator named itself.
+OPERATOR_NEIGHBOURS: dict[Operator, frozenset[Operator]] = {
+    op: frozenset(ns)
+    for op, ns in {
+        Operator.GEMM: {Operator.GEMV, Operator.CONV, Operator.COPY, Operator.TRSM},
+        Operator.GEMV: {Operator.GEMM, Operator.DOT, Operator.AXPY},
+        Operator.DOT: {Operator.QUANT_DOT, Operator.GEMV, Operator.NRM2, Operator.REDUCE},
+        Operator.AXPY: {Operator.ELEMENTWISE, Operator.DOT},
+        Operator.NRM2: {Operator.DOT, Operator.REDUCE},
+        Operator.TRSM: {Operator.GEMM},
+        Operator.QUANT_DOT: {Operator.DOT, Operator.QUANTIZE, Operator.GEMV},
+        Operator.QUANTIZE: {Operator.QUANT_DOT, Operator.ELEMENTWISE},
+        Operator.SOFTMAX: {Operator.ACTIVATION, Operator.REDUCE, Operator.ELEMENTWISE},
+        Operator.NORM: {Operator.REDUCE, Operator.ELEMENTWISE},
+        Operator.CONV: {Operator.GEMM, Operator.POOL},
+        Operator.POOL: {Operator.CONV, Operator.REDUCE},
+        Operator.ACTIVATION: {Operator.ELEMENTWISE, Operator.SOFTMAX},
+        Operator.ELEMENTWISE: {Operator.ACTIVATION, Operator.AXPY},
+        Operator.REDUCE: {Operator.DOT, Operator.NRM2, Operator.NORM},
+        Operator.ATTENTION: {Operator.SOFTMAX, Operator.GEMV, Operator.DOT},
+        Operator.ROPE: {Operator.ELEMENTWISE},
+        Operator.RESIZE: {Operator.ELEMENTWISE},
+        Operator.TRANSPOSE: {Operator.COPY},
+        Operator.COPY: {Operator.TRANSPOSE},
+    }.items()
+}
+
+
 E = TypeVar("E", bound=StrEnum)
 
 

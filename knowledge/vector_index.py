@@ -96,6 +96,7 @@ class VectorIndex:
         self._generation = -1
         self._epoch = ""  # of the graph's embedding counter this index follows
         self._idea_by_code: dict[int, str] = {}
+        self._names_by_attr: dict[str, dict[int, str]] = {}
         self._checked_at = 0.0
         self._checked_local = -1
 
@@ -128,6 +129,26 @@ class VectorIndex:
         if len(self._idea_by_code) != len(vocab):
             self._idea_by_code = {code: name for name, code in vocab.items()}
         return self._idea_by_code
+
+    def attributes(self, label: str, key: str) -> dict[str, str]:
+        """A node's filterable attributes (isa, operator, technique, target) from the codes beside its vector."""
+        shard = (self._shards or {}).get(label)
+        p = shard.pos.get(key) if shard else None
+        if shard is None or p is None:
+            return {}
+        out = {}
+        for attr in ("isa", "operator", "technique", "target"):
+            code = shard.codes[attr][p]
+            if code:
+                out[attr] = self._value_names(attr).get(code, "")
+        return out
+
+    def _value_names(self, attr: str) -> dict[int, str]:
+        vocab = self._vocab[attr]
+        names = self._names_by_attr.get(attr)
+        if names is None or len(names) != len(vocab):
+            names = self._names_by_attr[attr] = {code: name for name, code in vocab.items()}
+        return names
 
     # -- freshness ---------------------------------------------------------------------------------------
 

@@ -773,6 +773,10 @@ def diff_hunks(patch: str, keep_file: Callable[[str], bool] | None = None) -> It
 _NO_NEWLINE_RX = re.compile(r"\n\\[^\n]*")
 
 
+# Separate vector multiplies (RVV, SSE/AVX, NEON, SVE, LoongArch, VSX): what an FMA that fuses them replaces.
+_SEPARATE_MUL_RX = re.compile(r"\b\w*(?:vfmul_v|_mm\d*_mul_p[sd]|vmulq_f|svmul_\w*f|xvfmul|__lsx_vfmul|vec_mul)\w*")
+
+
 def detect_techniques(message: str, diff: DiffStats, paths: list[str]) -> tuple[list[Technique], list[str]]:
     """Techniques with the reason for each: message words first, then what the added code shows."""
     found: dict[Technique, str] = {}
@@ -798,6 +802,8 @@ def detect_techniques(message: str, diff: DiffStats, paths: list[str]) -> tuple[
         found.setdefault(Technique.UNROLL, f"unrolled by {unroll_added} in added code")
     for tech in TECHNIQUE_CODE:
         n_add, n_rem = diff.technique_count(tech), diff.technique_count(tech, added=False)
+        if tech == Technique.FUSION and diff.count(_SEPARATE_MUL_RX, added=False) < 2:
+            continue  # every vector kernel multiplies with FMAs: fusion is FMAs replacing separate mul + add
         if n_add >= 2 and n_add > n_rem:
             first = next(_slot_matches(diff.added_signals, _TECH_SLOT[tech]))
             found.setdefault(tech, f"added code uses {first!r}")
@@ -898,6 +904,11 @@ GPU_TARGET_RX = re.compile(
 )
 # Removing work that was done for nothing is a speedup: "remove redundant memcpy", "avoid reallocations".
 WASTE_RX = re.compile(
+    # many calls or launches made one: "group all experts in a single mul_mat_id", "batch the matmuls"
+    r"\b(?:in(?:to)?|with|as|by|using)\s+(?:a\s+)?(?:single|one)\s+(?:\w+\s+)?(?:calls?|kernels?|launch\w*|"
+    r"pass(?:es)?|dispatch\w*|ops?|operations?|matmuls?|mul_mat\w*|gemms?|loops?)\b|"
+    r"\bbatch(?:es|ing)?\s+(?:the|all|multiple|several)\s+(?:\w+\s+)?(?:calls|kernels|launches|dispatches|ops|"
+    r"matmuls|gemms|mul_mats?)\b|"
     r"\b(?:remov|avoid|skip|eliminat|drop|reduc|sav|cut)\w*\s+(?:(?:the|a|an|of|some|\w+)\s+){0,2}?"
     r"(?:redundant|unnecessary|unneeded|superfluous|needless|duplicated?|repeated)\s+(?:\w+\s+)?"
     r"(?:cop(?:y|ies|ying)|memcpy|memcop(?:y|ies)|alloc\w*|realloc\w*|sync\w*|barriers?|work|comput\w*|"
@@ -931,13 +942,16 @@ SYNC_TITLE_RX = re.compile(r"^(?:[\w.-]+\s*:\s*)?sync\b", re.I)
 # Build time is not run time: "incremental shader builds", "reduce build time".
 BUILD_TIME_RX = re.compile(r"\bincremental\s+(?:\w+\s+)?builds?\b|\b(?:build|compilation)[- ]times?\b", re.I)
 # GitHub's web editor names a commit "Update <file>": that says nothing, least of all housekeeping.
+# A clause separator after the title's leading change: "X + misc fixes", "X; fix typo", "X, also fix Y".
+_TRAILING_CLAUSE_RX = re.compile(r"\w.{8,}?(?:\s\+\s|;\s|,\s+(?:also|and)\s|\s&\s)")
 DEFAULT_UPDATE_TITLE_RX = re.compile(r"^update\s+[\w./-]+\.\w+$", re.I)
 # Identifiers and file names ("level3_gemm3m_thread.c"): technique words inside them are names, not statements.
 _IDENT_RX = re.compile(r"\S*[_/.]\w\S*")
 
 IMPL_RX = re.compile(
     r"\b(?:add(?:ed|s|ing)?|implement\w*|use[sd]?|using|enable[sd]?|introduc\w*|new|port\w*|rewrit\w*|"
-    r"optimi[sz]\w*|vectori[sz]\w*)\b.{0,60}\b(?:rvv|risc-?v vector|avx2?|avx-?512|neon|sve2?|lsx|lasx|vsx|"
+    r"optimi[sz]\w*|vectori[sz]\w*|improv\w*|refin\w*|rework\w*)\b.{0,60}\b"
+    r"(?:rvv|risc-?v vector|avx2?|avx-?512|neon|sve2?|lsx|lasx|vsx|"
     r"altivec|power ?(?:9|10)|sse\d?|simd|intrinsics?|assembly|asm|vector(?:ized)?|kernels?|micro-?kernels?|"
     r"mma|amx|wasm simd)\b|"
     # a CPU backend for a vendor's matrix/vector extension is a kernel implementation (SpacemiT IME, AMX, SME)
@@ -1116,6 +1130,11 @@ def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
         add(0.5, f"message names a technique ({msg_tech[0].value}: {msg_tech[1].group(0)!r})")
     if (neg := NEG_STRONG_RX.search(title)) and (m := PERF_FIX_RX.search(title)):
         add(0.0, f"title fixes slowness, not a bug ({m.group(0)!r})")
+    elif neg and neg.start() > 0 and _TRAILING_CLAUSE_RX.search(title, 0, neg.start()) and not NEG_STRONG_RX.search(
+        title, 0, neg.start()
+    ):
+        # "scale caching for k quants + misc fixes": the fix rides along with the change the title leads with
+        add(-0.5, f"a fix follows the title's main change ({neg.group(0).strip()!r})")
     elif neg and SYNC_TITLE_RX.search(title):
         # "sync llama.cpp (CUDA add/mul bcast + Metal fix + custom RoPE)": one fix among the imported changes
         add(-0.5, f"a sync's title lists a fix among its changes ({neg.group(0).strip()!r})")
@@ -1175,7 +1194,8 @@ def speed_words(text: str) -> set[str]:
         word = m.group(0).lower()
         if word.startswith(("perf", "opt")) and _INSTRUMENT_AFTER_RX.match(text, m.end()):
             continue
-        if word.startswith("opt") and _NAMED_BEFORE_RX.search(text, 0, m.start()):
+        # "KERNEL.POWER8 optimization" names a thing; "small mul_mat_vec optimizations" states the work
+        if word.startswith("opt") and word != "optimizations" and _NAMED_BEFORE_RX.search(text, 0, m.start()):
             continue
         out.add(word)
     return out
@@ -1237,12 +1257,17 @@ def classify(c: RawCommit, profile: LibraryProfile, tri: Triage, patch: str) -> 
     net_intr = diff.net_intrinsics() if diff.added_intrinsics >= 8 else 0
     if diff.added_intrinsics >= 8 and (renamed := sum(diff.prefix_renames.values())) * 2 >= diff.added_intrinsics:
         add(-1.5, f"renames {renamed} intrinsic calls to the __riscv_ prefix: a mechanical change")
+    retuned = _retuned_constants(patch, set(meta.kernel_paths)) if net_intr < 8 else (0, False)
     if net_intr >= 8 and (new_type := _new_data_type(diff)) and not speed_words(c.title):
         # A new quantization format comes with its SIMD dot products: they implement the format, they do not
         # speed up anything that existed before.
         add(0.0, f"adds {net_intr} SIMD intrinsic calls for a new data type ({new_type}): a feature's code")
     elif net_intr >= 8:
         add(1.0, f"adds {net_intr} SIMD intrinsic calls")
+    elif retuned[0] >= 2:
+        # "Update dgemm_kernel_4x8_haswell.S" changing prefetch distances: lines that differ from the old
+        # ones only in their numbers tune the kernel, whatever the title says.
+        add(1.0, f"retunes numeric constants of kernel code ({retuned[0]} lines differ only in their numbers)")
     elif tri.huge_arch_kernels:
         # Too big to diff (> max_file_lines changed), but thousands of lines in an ISA's kernel folder are
         # SIMD or assembly code: the path says what the unread diff would have shown.
@@ -1254,6 +1279,9 @@ def classify(c: RawCommit, profile: LibraryProfile, tri: Triage, patch: str) -> 
         reasons.append("diff techniques not examined: they could not reach the threshold")
         return Classification(round(score, 2), False, reasons, perf_claims=meta.claims, claims=meta.parsed)
     techniques, tech_reasons = detect_techniques(c.message, diff, meta.code_paths)
+    if retuned[1] and Technique.PREFETCH not in techniques:
+        techniques = sorted({*techniques, Technique.PREFETCH}, key=list(Technique).index)
+        tech_reasons.append("prefetch: changes prefetch distances")
     code_techs = [r for r in tech_reasons if "message says" not in r]
     if code_techs:
         add(min(CODE_TECHNIQUE_BONUS, 0.5 * len(code_techs)), f"diff shows {'; '.join(code_techs[:3])}")
@@ -1276,6 +1304,38 @@ def classify(c: RawCommit, profile: LibraryProfile, tri: Triage, patch: str) -> 
         claims=meta.parsed,
         kernel_files=meta.kernel_paths,
     )
+
+
+_NUMBER_RX = re.compile(r"(?<![\w.])(?:0x[0-9a-f]+|\d+)(?![\w.])", re.I)
+_PREFETCH_OP_RX = re.compile(r"prefetch|\bpld\b|\bprfm\b|\bdcbt\b|\bprefetcht\d|\bpreld\b", re.I)
+_CHANGED_LINE_RX = re.compile(r"^[+-](?![+-]{2} )", re.M)
+_ENUM_MEMBER_RX = re.compile(r"^[A-Z][A-Z0-9_]*\s*=\s*\S+\s*,?\s*(?://.*|/\*.*)?$")
+_RUN_RX = re.compile(r"((?:^-[^\n]*\n)+)((?:^\+[^\n]*\n?)+)", re.M)
+
+
+def _retuned_constants(patch: str, kernel_paths: set[str]) -> tuple[int, bool]:
+    """Changed lines of kernel files whose replacement differs only in numbers (offsets, distances, sizes),
+    when such lines are most of what the kernel files change (else 0), and whether prefetches were among them."""
+    if not kernel_paths:
+        return 0, False
+    retuned = changed = 0
+    prefetch = False
+    for _, body in _file_sections(patch, kernel_paths.__contains__):
+        body = body[:200_000]
+        changed += len(_CHANGED_LINE_RX.findall(body))
+        for old, new in _RUN_RX.findall(body):
+            olds, news = old.rstrip("\n").split("\n"), new.rstrip("\n").split("\n")
+            if len(olds) != len(news):
+                continue
+            for a, b in zip(olds, news, strict=True):
+                a, b = a[1:].strip(), b[1:].strip()
+                if a == b or _ENUM_MEMBER_RX.match(a) or not _NUMBER_RX.search(a):
+                    continue  # renumbered enum members ("GGML_OP_FOO = 42,") are bookkeeping, not tuning
+                if _NUMBER_RX.sub("#", a) == _NUMBER_RX.sub("#", b):
+                    retuned += 1
+                    prefetch = prefetch or bool(_PREFETCH_OP_RX.search(a))
+    # the retuned pairs (a removed and an added line each) are at least half of every changed kernel line
+    return (retuned, prefetch) if 4 * retuned >= changed else (0, False)
 
 
 # A new member of a type enum ("GGML_TYPE_IQ1_S = 19,"): the change adds a data format.

@@ -178,6 +178,13 @@ def test_library_profiles_know_kernel_paths() -> None:
 # ---------------------------------------------------------------------------------------------------------
 # Message and path signals, each on a real commit of a repository built here.
 
+# Two FMAs and two prefetches per line group, the prefetch distances as format fields.
+HASWELL_ASM = "".join(
+    f"    vfmadd231pd %ymm{i}, %ymm{i + 4}, %ymm{i + 8}\n    prefetcht0 {{a}}(%rax)\n    prefetcht0 {{b}}(%rbx)\n"
+    for i in range(4)
+)
+
+
 SIGNAL_COMMITS: dict[str, dict[str, str]] = {
     "enabled smp for ger.c and zger.c, but only for 64bit binaries": {
         "interface/ger.c": "#ifdef SMP\n#define SMPTEST 1\n#endif\nint nthreads;\n",
@@ -247,6 +254,31 @@ SIGNAL_COMMITS: dict[str, dict[str, str]] = {
     },
     "whisper : don't compute token timestamps when they are not printed": {
         "src/whisper-main.cpp": "wparams.token_timestamps = params.output_timestamps;\n",
+    },
+    # classifier v4 classes (docs/MINERS.md "Precision and recall")
+    "Add dgemm kernel 4x8 for Haswell": {"kernel/x86_64/dgemm_kernel_4x8_haswell.S": HASWELL_ASM.format(a=256, b=384)},
+    "Update dgemm_kernel_4x8_haswell.S": {"kernel/x86_64/dgemm_kernel_4x8_haswell.S": HASWELL_ASM.format(a=512, b=640)},
+    "Update Makefile.system": {"Makefile.system": "NUM_THREADS = 64\nBUFFER_SIZE = 32 << 20\n"},
+    "Update Makefile.system for the new buffer": {"Makefile.system": "NUM_THREADS = 128\nBUFFER_SIZE = 64 << 20\n"},
+    "Improve the z14 SGEMVT kernel": {
+        "sgemv_t_z14.c": "".join(f"vsum{i % 4} = vec_madd(va{i}, vx{i}, vsum{i % 4});\n" for i in range(12)),
+    },
+    "Improve the accuracy of the exp kernel": {
+        "kernel/x86_64/exp_haswell.c": "".join(f"p = _mm256_fmadd_ps(p, x, c{i});\n" for i in range(10)),
+    },
+    "CUDA: small mul_mat_vec optimizations": {
+        "src/ggml-cuda/mmv.cu": "const int nwarps = ncols <= 1024 ? 2 : 4; // fewer idle warps\n",
+    },
+    "ggml : group all experts in a single mul_mat_id": {
+        "src/ggml-cpu/ops.cpp": "ggml_compute_forward_mul_mat_id_all(params, dst, ids, n_as);\n",
+    },
+    "ggml : scale caching for k quants + misc fixes": {
+        "src/ggml-cpu/arch/x86/quants.c": "".join(
+            f"const __m256 d{i} = _mm256_set1_ps(x[{i}].d * y[{i}].d); // cached scale\n" for i in range(10)
+        ),
+    },
+    "ggml : fix crash in the q4_0 dot + cleanup": {
+        "src/ggml-cpu/arch/x86/quants.c": "".join(f"acc = _mm256_add_ps(acc, p{i});\n" for i in range(10)),
     },
 }
 HUGE_RVV_TITLE = "ggml-cpu: extend RVV quantization vec dot to higher VLENs"
@@ -383,3 +415,36 @@ def test_side_fix_beside_a_speed_title_costs_nothing(signal_commits: dict) -> No
 def test_application_work_nobody_uses_is_wasted(signal_commits: dict) -> None:
     c = signal_commits["whisper : don't compute token timestamps when they are not printed"]
     assert _has(c, "title removes wasted work")
+
+
+def test_numbers_retuned_in_kernel_code_are_tuning(signal_commits: dict) -> None:
+    retune = signal_commits["Update dgemm_kernel_4x8_haswell.S"]
+    assert _has(retune, "retunes numeric constants of kernel code") and retune.is_optimization
+    build = signal_commits["Update Makefile.system for the new buffer"]
+    assert not _has(build, "retunes") and not build.is_optimization  # numbers of a build file are not a kernel
+
+
+def test_improving_a_kernel_is_an_implementation_title_unless_it_is_for_accuracy(signal_commits: dict) -> None:
+    z14 = signal_commits["Improve the z14 SGEMVT kernel"]
+    assert _has(z14, "title introduces a SIMD/kernel implementation") and z14.is_optimization
+    accuracy = signal_commits["Improve the accuracy of the exp kernel"]
+    assert not accuracy.is_optimization
+
+
+def test_plural_optimizations_after_an_identifier_are_work_not_a_name(signal_commits: dict) -> None:
+    c = signal_commits["CUDA: small mul_mat_vec optimizations"]
+    assert _has(c, "message speaks of performance (optimizations)")
+    power = signal_commits["POWER9: Use default param values from POWER8 on AIX"]
+    assert not _has(power, "message speaks of performance")  # "KERNEL.POWER8 optimization" is still a name
+
+
+def test_one_call_instead_of_many_removes_work(signal_commits: dict) -> None:
+    c = signal_commits["ggml : group all experts in a single mul_mat_id"]
+    assert _has(c, "title removes wasted work") and c.is_optimization
+
+
+def test_a_trailing_fix_clause_is_not_the_purpose_but_a_leading_fix_is(signal_commits: dict) -> None:
+    scale = signal_commits["ggml : scale caching for k quants + misc fixes"]
+    assert _has(scale, "a fix follows the title's main change") and not _has(scale, "title reads as a fix")
+    crash = signal_commits["ggml : fix crash in the q4_0 dot + cleanup"]
+    assert _has(crash, "title reads as a fix") and not crash.is_optimization

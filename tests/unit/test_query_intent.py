@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from knowledge.retrieval import INTENT_WEIGHT, Intent, _intent_fit, query_intent
+from knowledge.retrieval import (
+    INTENT_WEIGHT,
+    NEIGHBOUR_OPERATOR,
+    OTHER_ISA_COST,
+    PORTABLE_COST,
+    Intent,
+    _intent_fit,
+    query_intent,
+)
 
 
 def test_isa_operator_and_technique_are_read_from_engineer_wording() -> None:
@@ -16,9 +24,13 @@ def test_isa_operator_and_technique_are_read_from_engineer_wording() -> None:
     assert query_intent("make it faster") == Intent()
 
 
-def test_fit_rewards_named_fields_and_penalises_another_isa_but_not_portable_code() -> None:
+def test_fit_rewards_named_fields_and_neighbours_and_penalises_other_isas_more_than_portable_code() -> None:
     intent = Intent(isa={"rvv"}, operator={"gemm"})
     assert _intent_fit({"isa": "rvv", "operator": "gemm"}, intent) == INTENT_WEIGHT["isa"] + INTENT_WEIGHT["operator"]
-    assert _intent_fit({"isa": "neon", "operator": "gemm"}, intent) == INTENT_WEIGHT["operator"] - INTENT_WEIGHT["isa"]
-    assert _intent_fit({"isa": "generic", "operator": "dot"}, intent) == 0.0
+    assert _intent_fit({"isa": "neon", "operator": "gemm"}, intent) == INTENT_WEIGHT["operator"] - OTHER_ISA_COST
+    assert _intent_fit({"isa": "generic", "operator": "gemm"}, intent) == INTENT_WEIGHT["operator"] - PORTABLE_COST
+    # gemv is a neighbour of gemm (its kernels share the shape), sort is not
+    assert _intent_fit({"isa": "rvv", "operator": "gemv"}, intent) == INTENT_WEIGHT["isa"] + NEIGHBOUR_OPERATOR
+    assert _intent_fit({"isa": "rvv", "operator": "sort"}, intent) == INTENT_WEIGHT["isa"]
+    assert PORTABLE_COST < OTHER_ISA_COST
     assert _intent_fit({"isa": "neon", "operator": "dot"}, Intent()) == 0.0
