@@ -36,7 +36,7 @@ from core.settings import Settings, get_settings
 from evaluator import harness, safety, verdict
 from evaluator.runners import Runner, get_runner
 from evaluator.runners.qemu import QemuRunner, model_available, model_cache_dir
-from evaluator.sandbox import OOM_MARKER, Limits, RunOutput
+from evaluator.sandbox import OOM_MARKER, Limits, RunOutput, read_written
 from evaluator.targets import TargetProfile, load_target
 from evaluator.tasks import KernelTask
 from evaluator.toolchain import (
@@ -250,7 +250,7 @@ class Evaluator:
         """
         bench_bytes = sum(task.counts[task.bench_index][p.name] * p.type.size for p in task.buffers)
         budget = min(max(8 * bench_bytes, 1 << 20), (self.settings.eval_memory_mb << 20) // 4)
-        held = verdict.heldout_sizes(task, target.vlen, budget)
+        held = verdict.heldout_sizes(task, target.vlen, budget, verdict.secret_seed())
         if not held:
             return EvalResult(status=EvalStatus.OK, task=task.name, feedback="no held-out size fits this task")
         shown = task.model_copy(update={"sizes": held, "counts": [verdict.counts_at(task, z) for z in held]})
@@ -629,8 +629,10 @@ class Evaluator:
             mcpu=target.cost_model,
             timeout_s=self.settings.eval_timeout_s,
             regions=len(calls),
+            cwd=build.workdir,
         )
-        stream = out_file.read_bytes() if out_file.exists() else b""
+        # written by candidate code: a directory, a link or a FIFO there is no result (invalid output), not a crash
+        stream = read_written(out_file)
         return {"cycles": timing.cycles / len(calls), "timing": timing, "stream": stream}
 
     def _time_measured(

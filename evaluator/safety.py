@@ -59,7 +59,8 @@ fabs fmod remainder remquo fma fmax fmin fdim copysign nan frexp ldexp modf scal
 ALLOWED_FUNCTIONS = frozenset(
     {f"{name}{suffix}" for name in _LIBM.split() for suffix in ("", "f", "l")}
     | {"memcpy", "memmove", "memset", "memcmp", "strlen", "malloc", "calloc", "realloc", "free"}
-    | {"aligned_alloc", "posix_memalign", "abs", "labs", "llabs", "div", "ldiv", "lldiv", "qsort", "bsearch"}
+    # no qsort/bsearch: a comparator is a function pointer that libc calls, out of the object check's sight
+    | {"aligned_alloc", "posix_memalign", "abs", "labs", "llabs", "div", "ldiv", "lldiv"}
     | {"__assert_fail"}
 )
 _BUILTIN_EXTRA = """
@@ -222,9 +223,10 @@ def check_preprocessed(
     found += _check_spellings(code)
     found += _check_asm(code)
     found += _check_attributes(code)
+    found += _check_function_pointers(code)
     defined, top = _check_top_level(code, kernel)
     found += top
-    found += _check_calls(code, defined | {kernel})
+    found += _check_calls(_outside_attributes(code), defined | {kernel})
     found += _check_static_state(code)
     del tokens
     # one message per line and rule is plenty for the feedback
@@ -388,15 +390,50 @@ def _allowed_call(name: str) -> bool:
     return name in ALLOWED_FUNCTIONS or name in ALLOWED_BUILTINS or name.startswith(ALLOWED_PREFIXES)
 
 
+def _outside_attributes(tokens: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The tokens without the `__attribute__((...))` groups: `aligned(64)` there is an argument, not a call."""
+    out: list[tuple[int, str]] = []
+    i = 0
+    while i < len(tokens):
+        if tokens[i][1] in ("__attribute__", "__attribute") and i + 1 < len(tokens) and tokens[i + 1][1] == "(":
+            depth, i = 0, i + 1
+            while i < len(tokens):
+                depth += {"(": 1, ")": -1}.get(tokens[i][1], 0)
+                i += 1
+                if depth == 0:
+                    break
+            continue
+        out.append(tokens[i])
+        i += 1
+    return out
+
+
+def _check_function_pointers(tokens: list[tuple[int, str]]) -> list[Violation]:
+    """No function pointer in any form: declared (`void (*f)(int)`), cast (`(void (*)(void))p`) or called.
+
+    A kernel calls what it defines and the allowed functions, by name. A pointer to code is how a
+    candidate reaches code the checks never saw (an address cast from an integer, a table of gadgets).
+    """
+    found = []
+    for i in range(len(tokens) - 3):
+        if tokens[i][1] != "(" or tokens[i + 1][1] != "*":
+            continue
+        j = i + 2
+        while j < len(tokens) and (_IDENT.match(tokens[j][1]) or tokens[j][1] in ("*", "const", "restrict")):
+            j += 1
+        if j + 1 < len(tokens) and tokens[j][1] == ")" and tokens[j + 1][1] == "(":
+            found.append(Violation(tokens[i][0], "function pointers are not allowed: call functions by their name"))
+    return found
+
+
 def _check_calls(tokens: list[tuple[int, str]], defined: set[str]) -> list[Violation]:
     """Every `name(` outside declarators calls something defined here or on the allow-list."""
     found = []
-    pointers = {tokens[i + 1][1] for i in range(len(tokens) - 2) if tokens[i][1] == "*" and tokens[i + 2][1] == ")"}
     for i in range(len(tokens) - 1):
         ln, tok = tokens[i]
         if tokens[i + 1][1] != "(" or not _IDENT.match(tok) or tok in _NOT_CALLS:
             continue
-        if tok in defined or tok in pointers or _allowed_call(tok):
+        if tok in defined or _allowed_call(tok):
             continue
         found.append(
             Violation(

@@ -65,7 +65,9 @@ HIDDEN_ROOTS = (
     "/var/lib", "/var/log", "/var/mail", "/var/spool", "/var/backups", "/var/cache", "/var/www", "/boot",
     "/etc/ssh", "/etc/ssl/private",
 )  # fmt: skip
-Profile = Literal["run", "compile", "link"]
+# run: a program under qemu (threads only); native: a harness on this host (also no executable memory);
+# compile: clang -E/-c (threads only); link: clang driving ld.lld (may spawn and exec)
+Profile = Literal["run", "native", "compile", "link"]
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,7 @@ class Limits:
     output_bytes: int = 256 << 10  # kept per stream
     flood_bytes: int = 16 << 20  # total output that gets the run killed
     isolate: bool = True  # fresh uid + network and mount namespaces when available
-    profile: Profile = "run"  # seccomp allow-list: run (threads only), compile (same), link (may spawn)
+    profile: Profile = "run"  # seccomp allow-list (see Profile)
 
 
 @dataclass
@@ -159,12 +161,14 @@ def run(
     *,
     scratch: Path | None = None,
     readable: Sequence[Path] = (),
+    hidden: Sequence[Path] = (),
 ) -> RunOutput:
     """Run `argv` in `cwd` under `limits`; never raises for what the program does, only if it cannot start.
 
     `cwd` is readable, not writable, by the program. `scratch` (created here, inside `cwd` or not) is the
     one folder it may write; read what it wrote with `take()` once this returns. `readable` folders stay
-    visible (read-only by permissions) where the mount namespace hides everything else.
+    visible (read-only by permissions) where the mount namespace hides everything else; `hidden` folders
+    (inside `cwd`: the trusted binary beside a candidate's) are covered by an empty tmpfs.
     """
     uid = uid_base() + int.from_bytes(os.urandom(4), "little") % (1 << 20) if limits.isolate and is_root() else None
     netmode = network_isolation() if limits.isolate else "none"
@@ -183,7 +187,7 @@ def run(
         argv,
         cwd,
         env if env is not None else clean_env(scratch),
-        lambda err_fd: _launcher_args(limits, uid, netmode, nproc, hide, cwd, visible, filt, err_fd),
+        lambda err_fd: _launcher_args(limits, uid, netmode, nproc, hide, cwd, visible, hidden, filt, err_fd),
     )
     out, err, timed_out, flooded, truncated = _collect(proc, limits, start)
     _kill_all(proc, uid, can_spawn=filt is None or filt == "link")
@@ -222,6 +226,21 @@ def take(scratch: Path, name: str, dest: Path) -> Path:
     return dest
 
 
+def read_written(path: Path, limit: int = 1 << 30) -> bytes:
+    """What a finished step wrote at `path`: b"" unless it is a regular file (never through a link)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return b""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read(limit)
+    finally:
+        os.close(fd)
+
+
 def clean_env(scratch: Path | None = None) -> dict[str, str]:
     """A minimal environment: nothing of ours (API keys, tokens, HOME) leaks to the program."""
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C"}
@@ -252,6 +271,7 @@ def _launcher_args(
     hide: bool,
     cwd: Path,
     visible: list[Path | None],
+    hidden: Sequence[Path],
     filt: Profile | None,
     err_fd: int,
 ) -> list[str]:
@@ -259,7 +279,8 @@ def _launcher_args(
     cpu = int(limits.cpu_s if limits.cpu_s is not None else limits.wall_s + 1) + 1
     memory = limits.memory_mb << 20
     fsize = limits.fsize_mb << 20
-    args = [str(launcher()), "-e", str(err_fd), "-n", netmode]
+    exec_fd = max(limits.nofile, 3)  # the first descriptor the step itself can never have (RLIMIT_NOFILE)
+    args = [str(launcher()), "-e", str(err_fd), "-n", netmode, "-x", str(exec_fd)]
     if hide:
         args += ["-h", "-w", str(cwd.resolve())]
         if uid is not None:
@@ -269,6 +290,8 @@ def _launcher_args(
             args += ["-c", root]
         for path in keeps:
             args += ["-k", str(path)]
+        for path in hidden:
+            args += ["-C", str(path.resolve())]
     rlimits = (
         (resource.RLIMIT_CPU, cpu, cpu + 1),
         (resource.RLIMIT_AS, memory, memory),
@@ -282,7 +305,7 @@ def _launcher_args(
     if uid is not None:
         args += ["-u", str(uid)]
     if filt is not None:
-        args += ["-f", seccomp_filter(filt, PID_PLACEHOLDER).hex()]
+        args += ["-f", seccomp_filter(filt, PID_PLACEHOLDER, exec_fd).hex()]
     return args
 
 
@@ -400,10 +423,13 @@ SYSCALLS_X86_64 = {
     "readlinkat": 267, "faccessat": 269, "pselect6": 270, "ppoll": 271, "set_robust_list": 273,
     "get_robust_list": 274, "fallocate": 285, "dup3": 292, "pipe2": 293, "prlimit64": 302, "renameat2": 316,
     "getrandom": 318, "membarrier": 324, "statx": 332, "rseq": 334, "clone3": 435, "close_range": 436,
-    "faccessat2": 439,
+    "faccessat2": 439, "prctl": 157, "seccomp": 317, "execveat": 322, "rt_sigsuspend": 130,
 }  # fmt: skip
-_SPAWN = {"fork", "vfork", "wait4"}  # only the link step (the clang driver runs ld.lld)
-_CHECKED = {"clone", "clone3", "prlimit64", "tgkill", "kill"}  # allowed with argument checks below
+_SPAWN = {"fork", "vfork", "wait4", "execve"}  # only the link step (the clang driver runs ld.lld)
+_CHECKED = {"clone", "clone3", "prlimit64", "tgkill", "kill", "execveat", "prctl", "seccomp"}  # see below
+_NO_EXEC_MEMORY = {"mmap", "mprotect"}  # native profile: only without PROT_EXEC
+PROT_EXEC, AT_EMPTY_PATH = 0x4, 0x1000
+PR_SET_DUMPABLE, PR_SET_SECCOMP, PR_SET_NO_NEW_PRIVS = 4, 22, 38
 
 
 @cache
@@ -413,8 +439,14 @@ def seccomp_available() -> bool:
     return platform.machine() == "x86_64"
 
 
-def seccomp_filter(profile: Profile, pid: int) -> bytes:
-    """The classic-BPF program for `profile` run as process `pid` (x86_64; see `seccomp_available`)."""
+def seccomp_filter(profile: Profile, pid: int, exec_fd: int) -> bytes:
+    """The classic-BPF program for `profile` run as process `pid` (x86_64; see `seccomp_available`).
+
+    The step's program is started by the launcher with execveat(exec_fd, "", AT_EMPTY_PATH), and that is
+    the only exec the filter allows outside the link step: exec_fd is at or above the step's descriptor
+    limit, so once the launcher's close-on-exec descriptor is gone nothing in the step can make it again,
+    and no program it runs can exec another (the trusted binary, a second qemu, a shell).
+    """
     nr = SYSCALLS_X86_64
     prog = [
         _stmt(0x20, 4),  # A = arch
@@ -427,7 +459,32 @@ def seccomp_filter(profile: Profile, pid: int) -> bytes:
     for name, number in sorted(nr.items(), key=lambda kv: kv[1]):
         if name in _CHECKED or (name in _SPAWN and profile != "link"):
             continue
+        if name in _NO_EXEC_MEMORY and profile == "native":
+            continue
         prog += [_jump(0x15, number, 0, 1), _stmt(0x06, RET_ALLOW)]
+    exec_only = [*_arg_equals(0, exec_fd), *_arg_equals(4, AT_EMPTY_PATH), _stmt(0x06, RET_ALLOW)]
+    prog += _arg_block(nr["execveat"], exec_only)
+    if profile == "native":
+        # a native harness never makes memory executable: the kernel mapped its static image, and code a
+        # candidate writes at run time is code no check has seen
+        for name in sorted(_NO_EXEC_MEMORY):
+            prog += _arg_block(nr[name], [*_arg_lacks(2, PROT_EXEC), _stmt(0x06, RET_ALLOW)])
+    # prctl and seccomp only to restrict further: no new privileges, another filter, not dumpable (the
+    # cost model's plugin closes /proc/self/mem and /proc/self/fd to the guest that way)
+    prog += _arg_block(
+        nr["prctl"],
+        [
+            _stmt(0x20, 16),
+            _jump(0x15, PR_SET_NO_NEW_PRIVS, 4, 0),
+            _jump(0x15, PR_SET_SECCOMP, 3, 0),
+            _jump(0x15, PR_SET_DUMPABLE, 0, 3),
+            _stmt(0x20, 24),  # A = arg1 (low half): dumpable may only be turned off
+            _jump(0x15, 0, 0, 1),
+            _stmt(0x06, RET_ALLOW),
+            _stmt(0x06, RET_KILL_PROCESS),
+        ],
+    )
+    prog += [_jump(0x15, nr["seccomp"], 0, 1), _stmt(0x06, RET_ALLOW)]
     # clone3 passes its flags in memory, out of BPF's reach: ENOSYS makes libc fall back to clone.
     prog += [_jump(0x15, nr["clone3"], 0, 1), _stmt(0x06, RET_ERRNO | ENOSYS)]
     if profile == "link":
@@ -449,6 +506,24 @@ def _stmt(code: int, k: int) -> bytes:
 
 def _jump(code: int, k: int, jt: int, jf: int) -> bytes:
     return struct.pack("<HBBI", code, jt, jf, k)
+
+
+def _arg_equals(n: int, value: int) -> list[bytes]:
+    """Fall through when argument `n` == value (both halves), else kill."""
+    lo, hi = 16 + 8 * n, 20 + 8 * n
+    return [
+        _stmt(0x20, lo),
+        _jump(0x15, value & 0xFFFFFFFF, 0, 3),
+        _stmt(0x20, hi),
+        _jump(0x15, value >> 32, 0, 1),
+        _stmt(0x05, 1),  # ja +1: skip the kill
+        _stmt(0x06, RET_KILL_PROCESS),
+    ]
+
+
+def _arg_lacks(n: int, bits: int) -> list[bytes]:
+    """Fall through when argument `n` has none of `bits` (low half), else kill."""
+    return [_stmt(0x20, 16 + 8 * n), _jump(0x45, bits, 0, 1), _stmt(0x06, RET_KILL_PROCESS)]
 
 
 def _arg0_equals(value: int) -> list[bytes]:

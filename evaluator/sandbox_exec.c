@@ -12,13 +12,19 @@
  *                empty tmpfs and every -k DIR is mounted back on top
  *   -s           strict (root): any failure of the setup stops the step; also mounts /proc hidepid=2
  *   -c DIR / -k DIR   see -h
+ *   -C DIR       covered by an empty tmpfs after the -k folders are back (a folder inside one of them:
+ *                the trusted binary beside the candidate's)
  *   -w DIR       chdir here once the mounts are in place (the working folder, seen through them)
  *   -r N=SOFT:HARD    setrlimit(N, ...) (N the RLIMIT_* number)
  *   -u UID       setgroups(0), setgid(UID), setuid(UID)
  *   -f HEX       a classic-BPF seccomp program (struct sock_filter array, hex); every k equal to
  *                PID_PLACEHOLDER is replaced by this process's pid (the program's own pid after exec)
+ *   -x FD        the program is opened (looked up on PATH as execvp would) at descriptor FD, close-on-exec,
+ *                before the limits apply, and started with execveat(FD, "", AT_EMPTY_PATH): the only exec
+ *                the seccomp program allows, and FD is at the step's descriptor limit, so nothing the
+ *                step runs can ever exec again
  *   -K UID       kill mode: become UID and kill(-1, SIGKILL) (every process of that uid), exit 0
- *   -- PROG ARGS the program, looked up on PATH and exec'd with this process's environment
+ *   -- PROG ARGS the program, run with this process's environment
  *
  * The options are built by sandbox.py only (trusted); nothing here parses candidate input.
  */
@@ -36,10 +42,13 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <grp.h>
 
 #define PID_PLACEHOLDER 0x7EC0DE01u
+
+extern char **environ;
 #define MAX_DIRS 64
 
 static int err_fd = -1;
@@ -111,7 +120,7 @@ static void make_dirs(const char *path)
 
 /* Cover every `covers` dir with an empty tmpfs and mount every `keeps` dir back (opened before the
  * covers, so they are reached through the old tree), then a fresh /proc when strict. */
-static void hide_files(char **covers, int ncover, char **keeps, int nkeep, int strict)
+static void hide_files(char **covers, int ncover, char **keeps, int nkeep, char **late, int nlate, int strict)
 {
     int fds[MAX_DIRS];
     if (mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 && strict)
@@ -134,8 +143,42 @@ static void hide_files(char **covers, int ncover, char **keeps, int nkeep, int s
             fail("expose", keeps[i]);
         close(fds[i]);
     }
+    for (int i = 0; i < nlate; i++)
+        if (mount("tmpfs", late[i], "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755") != 0)
+            fail("cover", late[i]);  /* strict or not: a folder the program must not see stays unseen */
     if (strict && mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2") != 0)
         fail("mount /proc", NULL);
+}
+
+/* The program's path as execvp would find it: as given when it holds a '/', else the first PATH entry. */
+static const char *find_program(const char *name, char *buf, size_t size)
+{
+    if (strchr(name, '/'))
+        return name;
+    const char *path = getenv("PATH");
+    for (const char *p = path ? path : "/usr/bin:/bin"; *p;) {
+        const char *end = strchr(p, ':');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len && (size_t)snprintf(buf, size, "%.*s/%s", (int)len, p, name) < size && access(buf, X_OK) == 0)
+            return buf;
+        p += len + (end ? 1 : 0);
+    }
+    errno = ENOENT;
+    return NULL;
+}
+
+/* Open the program at descriptor `at` (close-on-exec): what execveat will start. */
+static void hold_program(const char *name, int at)
+{
+    char buf[4096];
+    const char *path = find_program(name, buf, sizeof buf);
+    if (!path)
+        fail("exec", name);
+    int fd = open(path, O_PATH | O_CLOEXEC);
+    if (fd < 0)
+        fail("exec", name);
+    if (fd != at && (dup3(fd, at, O_CLOEXEC) < 0 || close(fd) != 0))
+        fail("hold the program at descriptor", NULL);
 }
 
 static void write_file(const char *path, const char *text)
@@ -161,8 +204,9 @@ static void become(const char *uid_text)
 int main(int argc, char **argv)
 {
     const char *netmode = "none", *workdir = NULL, *uid = NULL, *filter = NULL;
-    char *covers[MAX_DIRS], *keeps[MAX_DIRS];
-    int ncover = 0, nkeep = 0, hide = 0, strict = 0;
+    int exec_fd = -1;
+    char *covers[MAX_DIRS], *keeps[MAX_DIRS], *late[MAX_DIRS];
+    int ncover = 0, nkeep = 0, nlate = 0, hide = 0, strict = 0;
     struct {
         int resource;
         rlim_t soft, hard;
@@ -193,6 +237,8 @@ int main(int argc, char **argv)
             covers[ncover++] = (char *)val;
         } else if (strcmp(opt, "-k") == 0 && nkeep < MAX_DIRS) {
             keeps[nkeep++] = (char *)val;
+        } else if (strcmp(opt, "-C") == 0 && nlate < MAX_DIRS) {
+            late[nlate++] = (char *)val;
         } else if (strcmp(opt, "-w") == 0) {
             workdir = val;
         } else if (strcmp(opt, "-r") == 0 && nlimits < 16) {
@@ -210,6 +256,8 @@ int main(int argc, char **argv)
             uid = val;
         } else if (strcmp(opt, "-f") == 0) {
             filter = val;
+        } else if (strcmp(opt, "-x") == 0) {
+            exec_fd = atoi(val);
         } else if (strcmp(opt, "-K") == 0) {
             become(val);
             kill(-1, SIGKILL);
@@ -224,6 +272,8 @@ int main(int argc, char **argv)
         fail("no program after --", NULL);
     }
     char **program = argv + i + 1;
+    if (exec_fd >= 0)
+        hold_program(program[0], exec_fd);  /* before the limits: the descriptor limit is at exec_fd */
 
     int ns = hide ? CLONE_NEWNS : 0;
     if (strcmp(netmode, "netns") == 0) {
@@ -245,7 +295,7 @@ int main(int argc, char **argv)
         }
     }
     if (hide) {
-        hide_files(covers, ncover, keeps, nkeep, strict);
+        hide_files(covers, ncover, keeps, nkeep, late, nlate, strict);
         if (workdir && chdir(workdir) != 0)
             fail("chdir", workdir);
     }
@@ -260,7 +310,10 @@ int main(int argc, char **argv)
         fail("prctl(PDEATHSIG)", NULL);
     if (filter)
         install_seccomp(filter);
-    execvp(program[0], program);  /* PATH of the step's own (clean) environment, as Popen searched it */
+    if (exec_fd >= 0)
+        syscall(SYS_execveat, exec_fd, "", program, environ, AT_EMPTY_PATH);
+    else
+        execvp(program[0], program);  /* PATH of the step's own (clean) environment, as Popen searched it */
     fail("exec", program[0]);
     return 126;
 }

@@ -25,7 +25,9 @@ from evaluator.sandbox import Limits, run
 def main(argv: list[str]) -> int:
     # Options as --name=value up to "--", then the command; parsed by hand: argparse costs ~0.1 s per run.
     split = argv.index("--") if "--" in argv else len(argv)
-    opts = dict(a.removeprefix("--").split("=", 1) for a in argv[:split])
+    pairs = [a.removeprefix("--").split("=", 1) for a in argv[:split]]
+    opts = dict(pairs)
+    hidden = [Path(v) for k, v in pairs if k == "hide"]
     command = argv[split + 1 :]
     limits = Limits(
         wall_s=float(opts["wall"]),
@@ -44,7 +46,7 @@ def main(argv: list[str]) -> int:
         os.symlink(scratch / log.name, log)  # the cost model watches the log's size during the run
     plugin_copy = _redirect_plugin(command, scratch, outputs)
     try:
-        out = run(command, Path.cwd(), limits, scratch=scratch)
+        out = run(command, Path.cwd(), limits, scratch=scratch, hidden=hidden)
     finally:
         for written, wanted in outputs.items():
             _publish(written, wanted)

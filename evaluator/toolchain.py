@@ -36,6 +36,7 @@ CLANG = os.environ.get("EOK_CLANG", "clang-22")
 RISCV_TRIPLE = "riscv64-linux-gnu"
 CANDIDATE_FILE = "candidate.c"
 TRUSTED_BINARY = "trusted"  # harness + reference + baseline; `harness` is the candidate's binary
+TRUSTED_DIR = "trusted.d"  # where it lives in an evaluation's folder, out of the candidate's sight
 BuildKind = Literal["emulator", "board", "host"]
 # Symbols wrapped so a candidate's failed allocation is reported as hitting the memory limit.
 WRAPPED = ("malloc", "calloc", "realloc", "aligned_alloc", "posix_memalign")
@@ -195,6 +196,16 @@ class Build:
         assert self.trusted is not None
         return Build(binary=self.trusted, workdir=self.workdir, kind=self.kind, compile_s=0.0)
 
+    @property
+    def program(self) -> str:
+        """The binary as the runners start it from the work folder (`./harness`, `./trusted.d/trusted`)."""
+        return "./" + str(self.binary.relative_to(self.workdir))
+
+    @property
+    def hidden(self) -> list[Path]:
+        """Folders a run of this binary must not see: the candidate's runs never see the trusted binary."""
+        return [self.trusted.parent] if self.trusted is not None else []
+
 
 class Toolchain:
     """Compiles and links harness binaries, caching candidate-independent objects under `cache_dir`."""
@@ -216,7 +227,9 @@ class Toolchain:
         t0 = time.monotonic()
         tflags = target_flags(target, kind)
         hflags = [*tflags, "-O2", "-ffp-contract=off"]
-        trusted = workdir / TRUSTED_BINARY
+        # Its own folder: runs of the candidate's binary see it covered by an empty tmpfs (Build.hidden).
+        (workdir / TRUSTED_DIR).mkdir(mode=0o755)
+        trusted = workdir / TRUSTED_DIR / TRUSTED_BINARY
         shutil.copyfile(self._trusted_binary(task, target, kind), trusted)
         trusted.chmod(0o755)
         harness_obj = self._cached(task, "harness", harness.generate(task), hflags)

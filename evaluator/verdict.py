@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import random
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,11 +119,17 @@ def counts_at(task: KernelTask, size: dict[str, int]) -> dict[str, int]:
 
 
 def check_calls(task: KernelTask, seed: int, first_id: int = 0) -> list[Call]:
-    """Every size twice (two poison patterns), then the bench size again with other data."""
+    """Every size twice (two poison patterns), the bench size again with other data, and one small size
+    drawn from the secret seed (never the same twice: a kernel right only on the listed sizes fails it)."""
     calls: list[Call] = []
-    trials = [*range(len(task.sizes)), task.bench_index]
-    for t, si in enumerate(trials):
-        size = task.sizes[si]
+    trials: list[tuple[int, dict[str, int], dict[str, int]]] = [
+        (si, task.sizes[si], task.counts[si]) for si in range(len(task.sizes))
+    ]
+    drawn = secret_size(task, seed)
+    if drawn is not None:
+        trials.append((len(task.sizes), drawn, counts_at(task, drawn)))
+    trials.append((task.bench_index, task.sizes[task.bench_index], task.counts[task.bench_index]))
+    for t, (si, size, counts) in enumerate(trials):
         aligned = si == task.bench_index
         offmult = 0 if aligned else _OFFSET_MULT[si % 4]
         for poison in (0, 1):
@@ -130,13 +137,13 @@ def check_calls(task: KernelTask, seed: int, first_id: int = 0) -> list[Call]:
                 Call(
                     id=first_id + len(calls),
                     size=size,
-                    counts=task.counts[si],
+                    counts=counts,
                     seed=derive(seed, t),
                     poison=poison,
                     offmult=offmult,
                     aligned=aligned,
                     source=None if poison == 0 else first_id + len(calls) - 1,
-                    si=-1 if aligned else si,
+                    si=-1 if aligned or si >= len(task.sizes) else si,
                 )
             )
     return calls
@@ -353,7 +360,8 @@ def _compare_ret(task: KernelTask, call: Call, got_raw: bytes, want_raw: bytes, 
         d = abs(g - w)
         d = math.inf if math.isnan(d) else d
         stats.max_abs_err = max(stats.max_abs_err, d)
-        t = task.tolerance.atol + task.tolerance.rtol * abs(w)
+        # an infinite expected value is met only by itself (atol + rtol*inf would accept anything)
+        t = task.tolerance.atol + task.tolerance.rtol * abs(w) if math.isfinite(w) else 0.0
         if d <= t:
             return None
         return Failure(call, "ret_mismatch", "return", got=g, want=w, tol=t)
@@ -373,7 +381,8 @@ def _compare_buffer(
     is_poison = np.frombuffer(got, dtype=np.uint8).reshape(-1, es) == poison.reshape(-1, es) if len(got) else None
     unwritten = is_poison.all(axis=1) if is_poison is not None else np.zeros(0, dtype=bool)
     with np.errstate(invalid="ignore", over="ignore"):
-        bound = tol.atol + tol.rtol * np.abs(w)
+        # an infinite expected element is met only by itself (atol + rtol*inf would accept any value)
+        bound = np.where(np.isfinite(w), tol.atol + tol.rtol * np.abs(w), 0.0)
         if not is_float and tol.atol < 1.0:
             raw_g = np.frombuffer(got, dtype=np.uint8).reshape(-1, es)
             raw_w = np.frombuffer(want, dtype=np.uint8).reshape(-1, es)
@@ -421,34 +430,62 @@ def ret_nonzero(task: KernelTask, want: Expected) -> int:
 # ------------------------------------------------------------------------------------- held-out sizes
 
 
-def heldout_sizes(task: KernelTask, vlen: int, max_bytes: int) -> list[dict[str, int]]:
-    """Sizes never listed in the spec: odd, around multiples of VLMAX (e32, m8), twice the bench size.
+def heldout_sizes(task: KernelTask, vlen: int, max_bytes: int, seed: int) -> list[dict[str, int]]:
+    """Sizes never listed in the spec, drawn afresh from `seed` (secret) so no candidate can know them.
 
+    - one size per residue 0..7 of each size parameter (in units of its granularity), at a random small
+      multiple: a kernel wrong whenever n % 4 == 2 (or any residue modulo 2, 4, 8) fails one of them;
+    - odd, just below and just above a multiple of VLMAX (e32, m8) by a random step, and twice the bench
+      size: tails, strip-mining boundaries, a larger working set.
     Each size parameter keeps the granularity its listed values share (a head_dim listed only as even
     values stays even), so a held-out size is one the task could have listed; sizes whose buffers
     exceed `max_bytes` or break a block layout are left out.
     """
+    rng = random.Random(seed)
     bench = task.sizes[task.bench_index]
-    grain = {n: math.gcd(*(s[n] for s in task.sizes)) or 1 for n in task.size_params}
+    grain = task_grain(task)
     vlmax = max(vlen // 32 * 8, 1)
 
     def odd(b: int, g: int) -> int:
-        return b + g if g > 1 else b + (1 if b % 2 == 0 else 2)
+        return b + g * (2 * rng.randint(0, 3) + 1) if g > 1 else b + 2 * rng.randint(0, 7) + (1 if b % 2 == 0 else 2)
 
     def below(b: int, g: int) -> int:
-        return max(g, -(-b // vlmax) * vlmax - g)
+        return max(g, -(-b // vlmax) * vlmax - g * rng.randint(1, 3))
 
     def above(b: int, g: int) -> int:
-        return -(-b // vlmax) * vlmax + g
+        return -(-b // vlmax) * vlmax + g * rng.randint(1, 3)
 
     listed = [dict(s) for s in task.sizes]
     held: list[dict[str, int]] = []
-    for f in (odd, below, above, lambda b, g: 2 * b):
-        size = {n: f(bench[n], grain[n]) if bench[n] else 0 for n in task.size_params}
+    candidates = [residue_size(task, grain, r, rng) for r in range(8)]
+    candidates += [{n: f(bench[n], grain[n]) if bench[n] else 0 for n in task.size_params} for f in (odd, below, above)]
+    candidates.append({n: 2 * bench[n] for n in task.size_params})
+    for size in candidates:
         if size in listed or size in held or not _fits(task, size, max_bytes):
             continue
         held.append(size)
     return held
+
+
+def secret_size(task: KernelTask, seed: int) -> dict[str, int] | None:
+    """One small unlisted size from the seed: a residue modulo 8 and a small multiple, per parameter."""
+    rng = random.Random(derive(seed, 1 << 20))
+    bench = task.sizes[task.bench_index]
+    budget = sum(task.counts[task.bench_index][p.name] * p.type.size for p in task.buffers)
+    for _ in range(8):
+        size = residue_size(task, task_grain(task), rng.randrange(8), rng)
+        if size != bench and size not in task.sizes and _fits(task, size, max(budget, 1 << 16)):
+            return size
+    return None
+
+
+def residue_size(task: KernelTask, grain: dict[str, int], r: int, rng: random.Random) -> dict[str, int]:
+    """A small size whose every parameter is (8q + r) times its granularity, q random in 1..6."""
+    return {n: grain[n] * (8 * rng.randint(1, 6) + r) if grain[n] else 0 for n in task.size_params}
+
+
+def task_grain(task: KernelTask) -> dict[str, int]:
+    return {n: math.gcd(*(s[n] for s in task.sizes)) or 1 for n in task.size_params}
 
 
 def _fits(task: KernelTask, size: dict[str, int], max_bytes: int) -> bool:

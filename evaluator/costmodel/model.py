@@ -132,14 +132,15 @@ def model_kernel_cycles(
     mcpu: str = "spacemit-x60",
     timeout_s: float = 60.0,
     regions: int | None = None,
+    cwd: Path | None = None,
 ) -> ModeledTiming:
     """Modeled cycles of the kernel calls between the markers of `binary` (summed over all regions).
 
-    `qemu_argv` is the complete qemu-riscv64 command that runs the harness; it runs in `binary`'s directory
-    with TB logging and the memory plugin added. Unit costs are cached in `cache_dir` (one SQLite file).
-    With `regions`, a log with any other number of begin/end pairs raises RegionMismatch.
+    `qemu_argv` is the complete qemu-riscv64 command that runs the harness; it runs in `cwd` (default:
+    `binary`'s directory) with TB logging and the memory plugin added. Unit costs are cached in `cache_dir`
+    (one SQLite file). With `regions`, a log with any other number of begin/end pairs raises RegionMismatch.
     """
-    return model_kernel_breakdown(binary, qemu_argv, cache_dir, mcpu, timeout_s, regions=regions).timing
+    return model_kernel_breakdown(binary, qemu_argv, cache_dir, mcpu, timeout_s, regions=regions, cwd=cwd).timing
 
 
 def model_kernel_breakdown(
@@ -153,6 +154,7 @@ def model_kernel_breakdown(
     memory: bool = True,
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
     regions: int | None = None,
+    cwd: Path | None = None,
 ) -> ModelBreakdown:
     """`model_kernel_cycles` with its internals.
 
@@ -163,7 +165,8 @@ def model_kernel_breakdown(
     require_mca()
     binary = Path(binary)
     t0 = time.perf_counter()
-    trace, dis, mem = trace_kernel(binary, qemu_argv, timeout_s, max_log_bytes, target if memory else None, cache_dir)
+    machine = target if memory else None
+    trace, dis, mem = trace_kernel(binary, qemu_argv, timeout_s, max_log_bytes, machine, cache_dir, cwd=cwd)
     if regions is not None and trace.regions != regions:
         raise RegionMismatch(f"the modeled run has {trace.regions} regions for {regions} calls")
     t1 = time.perf_counter()
@@ -231,6 +234,7 @@ def trace_kernel(
     max_log_bytes: int,
     machine: Machine | None = None,
     plugin_dir: Path | None = None,
+    cwd: Path | None = None,
 ) -> tuple[RegionTrace, Disassembly, MemoryStats | None]:
     """Run the harness under logging qemu (with the memory plugin for `machine`, if given); return the
     region's TB trace, the text of what it executed and its per-instruction memory counts."""
@@ -249,7 +253,7 @@ def trace_kernel(
             stats.append(read_stats(workdir / "memsim.txt", geometry.line))
 
     trace = trace_region(
-        qemu_argv, binary.parent, markers, timeout_s, max_log_bytes, plugin, collect if plugin else None
+        qemu_argv, cwd or binary.parent, markers, timeout_s, max_log_bytes, plugin, collect if plugin else None
     )
     pcs = {int(k) >> 16 for k in np.unique(trace.keys).tolist()}
     missing = sorted(pc for pc in pcs if pc not in trace.tb_addrs)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from core.errors import InvalidInput
 from evaluator.runners.base import Measurement
 from evaluator.sandbox import Limits, RunOutput, run
@@ -23,7 +25,8 @@ class NativeRunner:
             )
 
     def execute(self, build: Build, args: list[str], target: TargetProfile, limits: Limits) -> RunOutput:
-        return run(["./" + build.binary.name, *args], build.workdir, limits)
+        # the native profile: the harness runs this host's code directly, so it may not make memory executable
+        return run([build.program, *args], build.workdir, replace(limits, profile="native"), hidden=build.hidden)
 
     def release(self, build: Build) -> None:
         return None

@@ -7,12 +7,12 @@ import os
 import shlex
 import shutil
 import sys
-import tempfile
 import threading
 from dataclasses import replace
 from pathlib import Path
 
 from core.errors import InvalidInput, Unavailable
+from core.private_dir import private_build_dir
 from evaluator.runners.base import Measurement
 from evaluator.sandbox import PROJECT_ROOT, Limits, RunOutput, network_isolation, run
 from evaluator.targets import TargetProfile
@@ -41,7 +41,7 @@ class QemuRunner:
 
     def execute(self, build: Build, args: list[str], target: TargetProfile, limits: Limits) -> RunOutput:
         qemu_limits = replace(limits, memory_mb=limits.memory_mb + QEMU_AS_OVERHEAD_MB)
-        return run(self.argv(target, "./" + build.binary.name, args), build.workdir, qemu_limits)
+        return run(self.argv(target, build.program, args), build.workdir, qemu_limits, hidden=build.hidden)
 
     def model_argv(self, build: Build, target: TargetProfile, args: list[str], limits: Limits) -> list[str]:
         """qemu command line for the cost model's traced run, behind a sandboxing launcher script.
@@ -57,13 +57,14 @@ class QemuRunner:
             f"--fsize-mb={MODEL_LOG_LIMIT_MB}",
             f"--nofile={limits.nofile}",
             f"--nproc={limits.nproc}",
+            *(f"--hide={h}" for h in build.hidden),
         ]
         python = [sys.executable, "-S", "-P", "-m", "evaluator.sandbox_launch", *options, "--"]
         cmd = " ".join(shlex.quote(a) for a in [*python, shutil.which(QEMU) or QEMU])
         root = shlex.quote(str(PROJECT_ROOT))
         probed = f"EOK_SANDBOX_NETWORK={network_isolation()}"  # spares the launcher its own probe per run
         wrapper = _shared_script(f'#!/bin/sh\nPYTHONPATH={root} {probed} exec {cmd} "$@"\n')
-        return [str(wrapper), "-cpu", target.qemu_cpu, "./" + build.binary.name, *args]
+        return [str(wrapper), "-cpu", target.qemu_cpu, build.program, *args]
 
     def release(self, build: Build) -> None:
         return None
@@ -82,8 +83,7 @@ def _shared_script(text: str) -> Path:
     key = hashlib.sha1(text.encode()).hexdigest()[:16]
     with _SCRIPTS_LOCK:
         if key not in _SCRIPTS:
-            folder = Path(tempfile.gettempdir()) / f"eok-scripts-{os.getuid()}"
-            folder.mkdir(mode=0o700, exist_ok=True)
+            folder = private_build_dir("eok-scripts")
             path = folder / f"qemu-limited-{key}.sh"
             if not path.exists():
                 tmp = folder / f".{key}.{os.getpid()}.tmp"

@@ -101,7 +101,8 @@ class SshRunner:
             return self._copies[build.binary]
         remote = f"{self.remote_dir.rstrip('/')}/eok-{secrets.token_hex(6)}"
         self._reachable(self._ssh(f"mkdir -p {shlex.quote(remote)}", build.workdir, limits), "create a directory")
-        argv = ["scp", *self._options(), "-P", str(self.port), "-q", build.binary.name, f"{self.destination}:{remote}/"]
+        local_path = str(build.binary.relative_to(build.workdir))
+        argv = ["scp", *self._options(), "-P", str(self.port), "-q", local_path, f"{self.destination}:{remote}/"]
         local = replace(limits, wall_s=limits.wall_s + SSH_SLACK_S, isolate=False, memory_mb=max(limits.memory_mb, 512))
         self._reachable(run(argv, build.workdir, local, env=_ssh_env()), "copy the harness")
         self._copies[build.binary] = remote

@@ -197,14 +197,23 @@ def test_a_memo_keyed_on_values_gains_nothing(evaluator: Evaluator) -> None:
         assert r.speedup is not None and r.speedup < 1.05, r.feedback
 
 
-def test_output_right_only_on_the_listed_sizes_fails_the_gate(evaluator: Evaluator) -> None:
+def test_output_right_only_on_the_listed_sizes_fails_every_check(evaluator: Evaluator) -> None:
     task = load_task("saxpy")
     listed = " || ".join(f"n == {s['n']}" for s in task.sizes)
     code = saxpy(f"if ({listed}) {{ {HONEST_BODY} }} else {{ for (int i = 0; i < n; i++) y[i] = 0.0f; }}")
     r = evaluate(evaluator, code)
-    assert r.ok, r.feedback  # the search sees nothing wrong...
+    # every check holds one unlisted size drawn from the secret seed: the listed sizes are not enough
+    assert r.status == EvalStatus.WRONG and "wrong at size" in r.feedback, r.feedback
+    unlisted = int(r.feedback.split("size n=")[1].split(":")[0])
+    assert unlisted not in {s["n"] for s in task.sizes}
+
+
+def test_output_right_on_listed_and_predictable_sizes_fails_the_gate(evaluator: Evaluator) -> None:
+    """A kernel right wherever n % 4 != 2 passes the listed sizes; the gate's residue sweep finds it."""
+    task = load_task("saxpy")
+    code = saxpy(f"{HONEST_BODY} if (n % 4 == 2) {{ y[n - 1] = 0.0f; y[n - 2] = 0.0f; }}")
     gate = evaluator.verify_generalization(task, load_target("k1-x60"), Candidate(code=code), "qemu")
-    assert gate.status == EvalStatus.GENERALIZATION_FAILED, gate.feedback  # ...the held-out sizes do
+    assert gate.status == EvalStatus.GENERALIZATION_FAILED, gate.feedback
     assert "held-out sizes" in gate.feedback
 
 

@@ -77,20 +77,36 @@ def test_anything_but_frames_in_the_stream_is_malformed() -> None:
     assert verdict.looks_forged('noise\n{"mode": "check", "ok": true}')
 
 
-def test_held_out_sizes_are_new_odd_around_vlmax_and_twice_the_bench() -> None:
+def test_held_out_sizes_are_new_odd_around_vlmax_twice_the_bench_and_every_residue_mod_8() -> None:
     task = load_task("saxpy")
-    held = verdict.heldout_sizes(task, vlen=256, max_bytes=1 << 30)
+    held = verdict.heldout_sizes(task, vlen=256, max_bytes=1 << 30, seed=1)
     bench = task.sizes[task.bench_index]["n"]
     values = [h["n"] for h in held]
     assert all(h not in task.sizes for h in held) and 2 * bench in values
-    assert any(v % 2 for v in values) and any(v % 64 in (1, 63) for v in values)
-    assert verdict.heldout_sizes(task, vlen=256, max_bytes=1) == []  # nothing fits: no gate sizes
+    assert any(v % 2 for v in values) and any(0 < v % 64 < 4 or v % 64 > 60 for v in values)
+    assert {v % 8 for v in values} == set(range(8))  # a kernel wrong when n % 4 == 2 meets one of them
+    assert verdict.heldout_sizes(task, vlen=256, max_bytes=1, seed=1) == []  # nothing fits: no gate sizes
+
+
+def test_held_out_sizes_cannot_be_predicted() -> None:
+    task = load_task("saxpy")
+    draws = {tuple(h["n"] for h in verdict.heldout_sizes(task, 256, 1 << 30, verdict.secret_seed())) for _ in range(8)}
+    assert len(draws) > 1  # drawn per evaluation from a secret seed, not a function of the task
+
+
+def test_every_check_holds_one_secret_unlisted_size() -> None:
+    task = load_task("saxpy")
+    sizes = [{c.size["n"] for c in verdict.check_calls(task, verdict.secret_seed())} for _ in range(6)]
+    listed = {s["n"] for s in task.sizes}
+    extra = [s - listed for s in sizes]
+    assert all(len(e) == 1 for e in extra) and len({min(e) for e in extra}) > 1
 
 
 def test_held_out_sizes_keep_the_granularity_the_task_lists() -> None:
     task = load_task("rope")
-    for size in verdict.heldout_sizes(task, vlen=256, max_bytes=1 << 30):
-        assert size["head_dim"] % 2 == 0  # every listed head_dim is even
+    for seed in range(5):
+        for size in verdict.heldout_sizes(task, vlen=256, max_bytes=1 << 30, seed=seed):
+            assert size["head_dim"] % 2 == 0  # every listed head_dim is even
 
 
 def test_seeds_are_per_evaluation_and_calls_differ() -> None:
