@@ -516,6 +516,9 @@ class Evaluator:
                 self._time_measured(task, target, run, build, result, session)
         finally:
             result.stages_s["timing"] = time.monotonic() - t
+        if beyond := _beyond_ceiling(task, target, result.candidate_seconds):
+            raise _Stop(_with(result, status=EvalStatus.INVALID_OUTPUT, speedup=None, competent_speedup=None,
+                              feedback=f"invalid output: {beyond}"))  # fmt: skip
         result.feedback = _ok_feedback(result)
 
     def _time_modeled(
@@ -630,6 +633,7 @@ class Evaluator:
             timeout_s=self.settings.eval_timeout_s,
             regions=len(calls),
             cwd=build.workdir,
+            writable=outbox,
         )
         # written by candidate code: a directory, a link or a FIFO there is no result (invalid output), not a crash
         stream = read_written(out_file)
@@ -734,6 +738,23 @@ def _costmodel_fingerprint() -> str:
     files = [*sorted((folder / "costmodel").glob("*.py")), folder / "costmodel" / "memsim.c"]
     files += sorted((folder / "targets").glob("*.toml"))
     return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
+
+
+def _beyond_ceiling(task: KernelTask, target: TargetProfile, seconds: float | None) -> str | None:
+    """Why a time per call is not a timing of the task's work: it beats what the core can compute or move."""
+    if not seconds or seconds <= 0:
+        return None
+    ns = seconds * 1e9
+    for what, amount, ceiling, unit in (
+        ("compute", task.flops_at(), target.ceiling_flops_per_ns, "FLOP"),
+        ("move", task.bytes_at(), target.ceiling_bytes_per_ns, "bytes"),
+    ):
+        if amount and ceiling and amount / ns > ceiling:
+            return (
+                f"{ns:.0f} ns per call means {amount / ns:.0f} {unit}/ns, more than one {target.key} core can "
+                f"{what} ({ceiling:g} {unit}/ns, generously): the timing was not of the task's work"
+            )
+    return None
 
 
 def _region_mismatch() -> type[EokError]:

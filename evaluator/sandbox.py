@@ -162,13 +162,15 @@ def run(
     scratch: Path | None = None,
     readable: Sequence[Path] = (),
     hidden: Sequence[Path] = (),
+    pass_fds: Sequence[int] = (),
 ) -> RunOutput:
     """Run `argv` in `cwd` under `limits`; never raises for what the program does, only if it cannot start.
 
     `cwd` is readable, not writable, by the program. `scratch` (created here, inside `cwd` or not) is the
     one folder it may write; read what it wrote with `take()` once this returns. `readable` folders stay
     visible (read-only by permissions) where the mount namespace hides everything else; `hidden` folders
-    (inside `cwd`: the trusted binary beside a candidate's) are covered by an empty tmpfs.
+    (inside `cwd`: the trusted binary beside a candidate's) are covered by an empty tmpfs. `pass_fds` stay
+    open in the program (the cost model's key pipe for its plugin).
     """
     uid = uid_base() + int.from_bytes(os.urandom(4), "little") % (1 << 20) if limits.isolate and is_root() else None
     netmode = network_isolation() if limits.isolate else "none"
@@ -188,6 +190,7 @@ def run(
         cwd,
         env if env is not None else clean_env(scratch),
         lambda err_fd: _launcher_args(limits, uid, netmode, nproc, hide, cwd, visible, hidden, filt, err_fd),
+        tuple(pass_fds),
     )
     out, err, timed_out, flooded, truncated = _collect(proc, limits, start)
     _kill_all(proc, uid, can_spawn=filt is None or filt == "link")
@@ -331,7 +334,11 @@ def _hidden_layout(visible: list[Path | None]) -> tuple[list[str], list[Path]]:
 
 
 def _start(
-    argv: list[str], cwd: Path, env: dict[str, str], launcher_args: Callable[[int], list[str]]
+    argv: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    launcher_args: Callable[[int], list[str]],
+    pass_fds: tuple[int, ...] = (),
 ) -> subprocess.Popen[bytes]:
     """Start `argv` through the launcher (vfork + exec: no copy of this process); raise if its setup failed."""
     err_r, err_w = os.pipe()
@@ -344,7 +351,7 @@ def _start(
             stderr=subprocess.PIPE,
             env=env,
             start_new_session=True,
-            pass_fds=(err_w,),
+            pass_fds=(err_w, *pass_fds),
         )
     except BaseException:
         os.close(err_r)
@@ -424,6 +431,7 @@ SYSCALLS_X86_64 = {
     "get_robust_list": 274, "fallocate": 285, "dup3": 292, "pipe2": 293, "prlimit64": 302, "renameat2": 316,
     "getrandom": 318, "membarrier": 324, "statx": 332, "rseq": 334, "clone3": 435, "close_range": 436,
     "faccessat2": 439, "prctl": 157, "seccomp": 317, "execveat": 322, "rt_sigsuspend": 130,
+    "landlock_create_ruleset": 444, "landlock_add_rule": 445, "landlock_restrict_self": 446,
 }  # fmt: skip
 _SPAWN = {"fork", "vfork", "wait4", "execve"}  # only the link step (the clang driver runs ld.lld)
 _CHECKED = {"clone", "clone3", "prlimit64", "tgkill", "kill", "execveat", "prctl", "seccomp"}  # see below

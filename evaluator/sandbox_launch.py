@@ -46,7 +46,7 @@ def main(argv: list[str]) -> int:
         os.symlink(scratch / log.name, log)  # the cost model watches the log's size during the run
     plugin_copy = _redirect_plugin(command, scratch, outputs)
     try:
-        out = run(command, Path.cwd(), limits, scratch=scratch, hidden=hidden)
+        out = run(command, Path.cwd(), limits, scratch=scratch, hidden=hidden, pass_fds=_key_fds(command))
     finally:
         for written, wanted in outputs.items():
             _publish(written, wanted)
@@ -87,6 +87,14 @@ def _redirect_plugin(command: list[str], scratch: Path, outputs: dict[Path, Path
             opts[k] = f"out={scratch / wanted.name}"
     command[at] = ",".join([str(copy), *opts])
     return copy
+
+
+def _key_fds(command: list[str]) -> tuple[int, ...]:
+    """The plugin's key pipe (keyfd=N in its options): qemu must inherit it, nothing else does."""
+    if "-plugin" not in command:
+        return ()
+    opts = command[command.index("-plugin") + 1].split(",")
+    return tuple(int(o[6:]) for o in opts if o.startswith("keyfd="))
 
 
 def _publish(written: Path, log: Path) -> None:

@@ -61,6 +61,10 @@ class TargetProfile(BaseModel):
     modeled_exact: bool  # the cost model is this core's own model (not a proxy)
     costmodel: CostData | None = None  # required when cost_model is set
     extra_headers: list[str] = []  # headers a candidate may include on this target beyond the default list
+    # Physical ceilings of one core, set generously above its peaks: no timing of real work beats them, so a
+    # time that does was not of the work (a forged clock, a hidden region). 0: unknown, not checked.
+    ceiling_flops_per_ns: float = 0.0
+    ceiling_bytes_per_ns: float = 0.0
     sources: list[str] = []
 
     @property

@@ -199,6 +199,11 @@ class KernelTask(BaseModel):
             return None
         return _eval_expr(self.flops, self.sizes[self.bench_index if index is None else index], real=True)
 
+    def bytes_at(self, index: int | None = None) -> float | None:
+        if not self.bytes:
+            return None
+        return _eval_expr(self.bytes, self.sizes[self.bench_index if index is None else index], real=True)
+
     @property
     def content_hash(self) -> str:
         """Changes whenever anything that affects results changes: spec text or reference code."""

@@ -24,7 +24,16 @@ from evaluator.costmodel.blocks import costing_units, executed_blocks
 from evaluator.costmodel.elf import Disassembly, ElfSymbols, disassemble, require_objdump
 from evaluator.costmodel.loops import Loop, find_loops
 from evaluator.costmodel.mca import MODEL_VERSION, CostCache, cost_units, llvm_version, require_mca
-from evaluator.costmodel.memory import CacheGeometry, MemoryStats, plugin_argv, plugin_path, read_stats
+from evaluator.costmodel.memory import (
+    CacheGeometry,
+    MemoryStats,
+    TraceGuard,
+    Vouched,
+    check_vouched,
+    plugin_argv,
+    plugin_path,
+    read_stats,
+)
 from evaluator.costmodel.trace import DEFAULT_MAX_LOG_BYTES, RegionMismatch, RegionTrace, trace_region
 
 BEGIN_MARKER, END_MARKER = "eok_region_begin", "eok_region_end"
@@ -133,14 +142,18 @@ def model_kernel_cycles(
     timeout_s: float = 60.0,
     regions: int | None = None,
     cwd: Path | None = None,
+    writable: Path | None = None,
 ) -> ModeledTiming:
     """Modeled cycles of the kernel calls between the markers of `binary` (summed over all regions).
 
     `qemu_argv` is the complete qemu-riscv64 command that runs the harness; it runs in `cwd` (default:
     `binary`'s directory) with TB logging and the memory plugin added. Unit costs are cached in `cache_dir`
     (one SQLite file). With `regions`, a log with any other number of begin/end pairs raises RegionMismatch.
+    `writable` is the one folder the guest may still create files in once the plugin restricts it.
     """
-    return model_kernel_breakdown(binary, qemu_argv, cache_dir, mcpu, timeout_s, regions=regions, cwd=cwd).timing
+    return model_kernel_breakdown(
+        binary, qemu_argv, cache_dir, mcpu, timeout_s, regions=regions, cwd=cwd, writable=writable
+    ).timing
 
 
 def model_kernel_breakdown(
@@ -155,6 +168,7 @@ def model_kernel_breakdown(
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
     regions: int | None = None,
     cwd: Path | None = None,
+    writable: Path | None = None,
 ) -> ModelBreakdown:
     """`model_kernel_cycles` with its internals.
 
@@ -166,7 +180,9 @@ def model_kernel_breakdown(
     binary = Path(binary)
     t0 = time.perf_counter()
     machine = target if memory else None
-    trace, dis, mem = trace_kernel(binary, qemu_argv, timeout_s, max_log_bytes, machine, cache_dir, cwd=cwd)
+    trace, dis, mem = trace_kernel(
+        binary, qemu_argv, timeout_s, max_log_bytes, machine, cache_dir, cwd=cwd, writable=writable
+    )
     if regions is not None and trace.regions != regions:
         raise RegionMismatch(f"the modeled run has {trace.regions} regions for {regions} calls")
     t1 = time.perf_counter()
@@ -235,26 +251,49 @@ def trace_kernel(
     machine: Machine | None = None,
     plugin_dir: Path | None = None,
     cwd: Path | None = None,
+    writable: Path | None = None,
 ) -> tuple[RegionTrace, Disassembly, MemoryStats | None]:
     """Run the harness under logging qemu (with the memory plugin for `machine`, if given); return the
-    region's TB trace, the text of what it executed and its per-instruction memory counts."""
+    region's TB trace, the text of what it executed and its per-instruction memory counts.
+
+    With the plugin, the run is vouched for (memory.TraceGuard): the log's region must be exactly the TB
+    executions the plugin counted and signed, from the binary's own code, or Unvouched is raised.
+    """
     symbols = ElfSymbols(binary)
     markers = symbols.address(BEGIN_MARKER), symbols.address(END_MARKER)
     require_objdump()
     stats: list[MemoryStats] = []
+    vouched: list[Vouched | None] = []
     plugin = None
+    run_dir = cwd or binary.parent
+    guard = TraceGuard.new(binary, run_dir, writable) if machine is not None else None
     if machine is not None:
         so, geometry = plugin_path(plugin_dir), machine.geometry
 
         def plugin(workdir: Path) -> list[str]:
-            return plugin_argv(so, markers, workdir / "memsim.txt", geometry)
+            return plugin_argv(so, markers, workdir / "memsim.txt", geometry, guard)
 
         def collect(workdir: Path) -> None:
-            stats.append(read_stats(workdir / "memsim.txt", geometry.line))
+            table, signed = read_stats(workdir / "memsim.txt", geometry.line, guard)
+            stats.append(table)
+            vouched.append(signed)
 
-    trace = trace_region(
-        qemu_argv, cwd or binary.parent, markers, timeout_s, max_log_bytes, plugin, collect if plugin else None
-    )
+    try:
+        trace = trace_region(
+            qemu_argv,
+            run_dir,
+            markers,
+            timeout_s,
+            max_log_bytes,
+            plugin,
+            collect if plugin else None,
+            pass_fds=(guard.fd,) if guard else (),
+        )
+    finally:
+        if guard is not None:
+            guard.close()
+    if guard is not None and vouched and vouched[0] is not None:
+        check_vouched(vouched[0], trace.keys >> 16, guard.key)
     pcs = {int(k) >> 16 for k in np.unique(trace.keys).tolist()}
     missing = sorted(pc for pc in pcs if pc not in trace.tb_addrs)
     if missing:

@@ -99,7 +99,13 @@ def qemu_with_logging(qemu_argv: list[str], log: Path, extra: list[str] | None =
 
 
 def run_logged(
-    qemu_argv: list[str], cwd: Path, workdir: Path, timeout_s: float, max_log_bytes: int, extra: list[str] | None = None
+    qemu_argv: list[str],
+    cwd: Path,
+    workdir: Path,
+    timeout_s: float,
+    max_log_bytes: int,
+    extra: list[str] | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> tuple[Path, float, int]:
     """Run qemu with TB logging; stop it when it overruns the time or log budget. Returns (log, secs, rc)."""
     log = workdir / "qemu-exec.log"
@@ -108,7 +114,7 @@ def run_logged(
     start = time.perf_counter()
     with out_path.open("wb") as out, err_path.open("wb") as err:
         try:
-            proc = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=err, start_new_session=True)
+            proc = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=err, start_new_session=True, pass_fds=pass_fds)
         except FileNotFoundError as exc:
             raise Unavailable(
                 f"cannot start {argv[0]!r} for the modeled run",
@@ -277,6 +283,7 @@ def trace_region(
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
     memory: Callable[[Path], list[str]] | None = None,
     on_done: Callable[[Path], None] | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> RegionTrace:
     """Run qemu, then cut out the region between the marker addresses (begin pc, end pc).
 
@@ -286,7 +293,7 @@ def trace_region(
     with tempfile.TemporaryDirectory(prefix="eok-costmodel-") as tmp:
         workdir = Path(tmp)
         extra = memory(workdir) if memory else None
-        log, seconds, rc = run_logged(qemu_argv, cwd, workdir, timeout_s, max_log_bytes, extra)
+        log, seconds, rc = run_logged(qemu_argv, cwd, workdir, timeout_s, max_log_bytes, extra, pass_fds)
         size = log.stat().st_size if log.exists() else 0
         try:
             if size == 0:

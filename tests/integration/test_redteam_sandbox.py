@@ -250,3 +250,32 @@ def test_the_environment_of_the_evaluator_does_not_reach_the_compiler(
     # The compiler may read its own environment (a clean one): `evaluate` asserts the token is in no result.
     evaluate(evaluator, '#include "/proc/self/environ"\n' + kernel())
     assert os.environ["EOK_REDTEAM_TOKEN"] == SECRET_TEXT
+
+
+# Code rewritten at run time: the tiny helper's first instruction becomes a nop (it then returns its
+# argument unchanged, which the kernel never uses), called once so qemu translates the new bytes.
+SELF_MODIFYING = (
+    "#include <sys/mman.h>\n#include <stdint.h>\n"
+    "__attribute__((noinline)) static int tiny(int v) { return v + 1; }\n"
+    + kernel(
+        "uintptr_t page = (uintptr_t)tiny & ~(uintptr_t)4095;"
+        " if (mprotect((void *)page, 8192, PROT_READ | PROT_WRITE | PROT_EXEC) == 0) {"
+        " volatile uint16_t *code = (volatile uint16_t *)(uintptr_t)tiny; code[0] = 0x0001; code[1] = 0x0001; }"
+        " volatile int sink = tiny(n); (void)sink;"
+    )
+)
+
+
+def test_code_rewritten_at_run_time_is_never_timed(evaluator: Evaluator, unchecked: None) -> None:
+    """The model prices the ELF's instructions; the plugin compares every executed one with them."""
+    r = evaluate(evaluator, SELF_MODIFYING)
+    assert r.status == EvalStatus.INVALID_OUTPUT and "not the binary's own" in r.feedback, r.feedback
+    assert r.speedup is None
+
+
+def test_nothing_a_candidate_runs_can_exec_a_program(evaluator: Evaluator, unchecked: None) -> None:
+    """Not the trusted binary beside it (hidden anyway), not a shell, not a second qemu: execve is refused."""
+    code = "#include <unistd.h>\n" + kernel('char *argv[] = {"true", 0}; execve("/bin/true", argv, 0);')
+    for runner in ("qemu", "native"):
+        r = evaluate(evaluator, code, runner=runner)
+        assert r.status == EvalStatus.SANDBOX_VIOLATION, (runner, r.feedback)

@@ -24,7 +24,17 @@ from evaluator.costmodel.mca import (
     require_mca,
     streams,
 )
-from evaluator.costmodel.memory import CacheGeometry, MemoryStats, plugin_argv, read_stats
+from evaluator.costmodel.memory import (
+    CacheGeometry,
+    MemoryStats,
+    TraceGuard,
+    Unvouched,
+    Vouched,
+    check_vouched,
+    order_hash,
+    plugin_argv,
+    read_stats,
+)
 from evaluator.costmodel.trace import Vtype, decode_vtype, parse_in_asm, parse_log, qemu_with_logging
 
 # ---------------------------------------------------------------------------------------------- trace
@@ -286,14 +296,66 @@ def test_missing_llvm_mca_is_unavailable_with_an_install_hint(monkeypatch: pytes
 def test_plugin_table_is_read_by_pc(tmp_path: Path) -> None:
     out = tmp_path / "memsim.txt"
     out.write_text("# header\n302ec 4096 16384 0 4 1 3 0\n302e8 10 40 10 2 2 0 1\n")
-    stats = read_stats(out, 64)
+    stats, vouched = read_stats(out, 64)
+    assert vouched is None  # no guard: nothing to verify
     assert stats.pcs.tolist() == [0x302E8, 0x302EC]
     assert stats.of(0x302EC).tolist() == [4096, 16384, 0, 4, 1, 3, 0]  # type: ignore[union-attr]
     assert stats.of(0x1234) is None
     (tmp_path / "empty.txt").write_text("# header only: the region made no access\n")
-    assert len(read_stats(tmp_path / "empty.txt", 64).pcs) == 0
+    assert len(read_stats(tmp_path / "empty.txt", 64)[0].pcs) == 0
     with pytest.raises(EokError, match="memory plugin wrote no table"):
         read_stats(tmp_path / "absent.txt", 64)  # the plugin never ran: say so, do not price memory as free
+
+
+def _signed(key: bytes, body: str) -> str:
+    import hashlib
+    import hmac
+
+    return body + "mac " + hmac.new(key, body.encode(), hashlib.sha256).hexdigest() + "\n"
+
+
+def _guard(tmp_path: Path) -> TraceGuard:
+    guard = TraceGuard.new(tmp_path / "harness", tmp_path, None)
+    guard.close()
+    return guard
+
+
+def test_a_table_the_plugin_did_not_sign_is_refused(tmp_path: Path) -> None:
+    guard = _guard(tmp_path)
+    body = "# header\n302ec 4096 16384 0 4 1 3 0\ntb 10000 3\norder 00000000000000ff 3\nsmc 0 0\nlandlock 7\n"
+    out = tmp_path / "memsim.txt"
+    out.write_text(_signed(guard.key, body))
+    stats, vouched = read_stats(out, 64, guard)
+    assert vouched is not None and vouched.execs == {0x10000: 3} and vouched.count == 3 and vouched.landlock == 7
+    assert stats.pcs.tolist() == [0x302EC]  # the integrity lines are not memory rows
+    for forged in (
+        body,
+        _signed(b"another key" * 3, body),
+        _signed(guard.key, body).replace("tb 10000 3", "tb 10000 2"),
+    ):
+        out.write_text(forged)
+        with pytest.raises(Unvouched, match="not the one it signed"):
+            read_stats(out, 64, guard)
+
+
+def test_the_log_must_be_exactly_what_the_plugin_saw_execute(tmp_path: Path) -> None:
+    guard = _guard(tmp_path)
+    ran = np.array([0x10000, 0x10040, 0x10040, 0x10080, 0x10040], dtype=np.int64)
+    truth = Vouched(execs={0x10000: 1, 0x10040: 3, 0x10080: 1}, order=order_hash(ran, guard.key), count=5,
+                    smc=0, smc_first=0, landlock=7)  # fmt: skip
+    check_vouched(truth, ran, guard.key)  # the honest log passes
+    tampered = {
+        "reordered": ran[[0, 1, 1, 4, 3]],  # same TBs and counts, other order
+        "blacked out": ran[:3],
+        "injected": np.concatenate([ran, [0x10000]]),
+        "relabelled": np.array([0x10000, 0x10040, 0x10040, 0x10084, 0x10040]),
+    }
+    for what, log in tampered.items():
+        with pytest.raises(Unvouched, match="not what ran"):
+            check_vouched(truth, log, guard.key)
+            pytest.fail(what)
+    with pytest.raises(Unvouched, match="not the binary's own"):
+        check_vouched(Vouched(truth.execs, truth.order, 5, smc=1, smc_first=0x10040, landlock=7), ran, guard.key)
 
 
 def test_plugin_options_carry_markers_and_cache_geometry(tmp_path: Path) -> None:

@@ -115,3 +115,17 @@ def test_seeds_are_per_evaluation_and_calls_differ() -> None:
     assert a != b
     calls = verdict.fresh_calls(task, {"n": 8}, a, 2, first_id=0)
     assert calls[0].seed != calls[1].seed and calls[0].line(task, with_seed=False) == "0 0 0 0 1 -1 8 8 8"
+
+
+def test_a_time_faster_than_the_core_can_work_is_not_a_timing() -> None:
+    from evaluator.evaluate import _beyond_ceiling
+    from evaluator.targets import load_target
+
+    task = load_task("saxpy")  # 2n FLOP and 12n bytes per call at n=16384
+    k1, host = load_target("k1-x60"), load_target("host")
+    honest = 16384 * 0.9 / 1.6e9  # ~0.9 modeled cycles per element at 1.6 GHz
+    assert _beyond_ceiling(task, k1, honest) is None
+    assert _beyond_ceiling(task, host, 30e-6) is None  # a plausible host time
+    forged = _beyond_ceiling(task, host, 30e-9)  # the red team's 30 ns: 6.5 TB/s
+    assert forged and "more than one host core can move" in forged
+    assert _beyond_ceiling(task, k1, 1e-6) and "k1-x60" in (_beyond_ceiling(task, k1, 1e-6) or "")
