@@ -127,5 +127,5 @@ def test_a_time_faster_than_the_core_can_work_is_not_a_timing() -> None:
     assert _beyond_ceiling(task, k1, honest) is None
     assert _beyond_ceiling(task, host, 30e-6) is None  # a plausible host time
     forged = _beyond_ceiling(task, host, 30e-9)  # the red team's 30 ns: 6.5 TB/s
-    assert forged and "more than one host core can move" in forged
+    assert forged and "more than one host core can" in forged
     assert _beyond_ceiling(task, k1, 1e-6) and "k1-x60" in (_beyond_ceiling(task, k1, 1e-6) or "")
