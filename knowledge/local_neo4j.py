@@ -174,6 +174,15 @@ def pid(settings: Settings) -> int | None:
     return _find_server(settings)
 
 
+def stopped_on_purpose(settings: Settings) -> bool:
+    """`eok db stop` (or `stop()`) ended the server last, rather than a crash or an out-of-memory exit."""
+    return _stop_mark(settings).exists()
+
+
+def _stop_mark(settings: Settings) -> Path:
+    return data_dir(settings) / "stopped-on-purpose"
+
+
 def _find_server(settings: Settings) -> int | None:
     """A server for this data dir whose pid file was lost (deleted by hand), found by its command line."""
     for proc in psutil.process_iter(["pid", "name"]):
@@ -216,6 +225,7 @@ def start(settings: Settings, watch_pid: int | None = None) -> str:
             pid_file(settings).write_text(f"{running}\n")  # restores a pid file lost by hand
         else:
             _refuse_taken_port(settings)
+            _stop_mark(settings).unlink(missing_ok=True)
             running = _spawn(settings, jar, heap, pagecache, watch_pid)
         _await_bolt(settings, running)
     return settings.bolt_uri
@@ -396,6 +406,7 @@ def stop(settings: Settings, timeout_s: float = STOP_TIMEOUT_S) -> bool:
         running = pid(settings)
         if running is None:
             return False
+        _stop_mark(settings).touch()  # first: a supervisor (the service) must not start it again meanwhile
         os.kill(running, signal.SIGTERM)  # the launcher's shutdown hook checkpoints and closes the store
         if not _wait_gone(running, timeout_s):
             log.warning("the local Neo4j (pid %d) ignored SIGTERM for %.0f s; killing it", running, timeout_s)

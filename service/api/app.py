@@ -20,7 +20,9 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 
+from core.errors import EokError
 from core.settings import Settings, get_settings
+from knowledge import local_neo4j
 from service.api.cypher import ReadOnlyCypher, load_saved_queries
 from service.api.deps import ServiceState
 from service.api.errors import BodySizeLimit, install_error_handlers
@@ -63,12 +65,14 @@ def create_app(
         state = await run_in_threadpool(_assemble, settings, container, optimizer_factory, resume_runs, warm)
         app.state.eok = state
         stop_sync = _start_vector_sync(state.container)
+        stop_watch = _supervise_local_neo4j(settings)
         restore = _stop_runs_on_signal(state.runs)
         try:
             yield
         finally:
             restore()
             stop_sync.set()
+            stop_watch.set()
             if (boots := getattr(app.state, "eok_bootstraps", None)) is not None:
                 await run_in_threadpool(boots.shutdown)
             await run_in_threadpool(state.runs.shutdown)
@@ -160,6 +164,33 @@ def _stop_runs_on_signal(runs: RunManager) -> Callable[[], None]:
 
 
 VECTOR_SYNC_INTERVAL_S = 10.0
+NEO4J_WATCH_INTERVAL_S = 2.0
+
+
+def _supervise_local_neo4j(settings: Settings) -> threading.Event:
+    """Start the local Neo4j again when it died under the service (its JVM exits on an out-of-memory error:
+    one analyst expression building a gigabyte string did that). A deliberate `eok db stop` is left alone."""
+    stop = threading.Event()
+    if not settings.uses_local_neo4j:
+        return stop
+
+    def loop() -> None:
+        was_running = local_neo4j.pid(settings) is not None
+        while not stop.wait(NEO4J_WATCH_INTERVAL_S):
+            running = local_neo4j.pid(settings) is not None
+            if running or not was_running or local_neo4j.stopped_on_purpose(settings):
+                was_running = running
+                continue
+            where = local_neo4j.log_file(settings)
+            log.warning("the local Neo4j stopped unexpectedly (see %s): starting it again", where)
+            try:
+                local_neo4j.start(settings)
+                log.warning("the local Neo4j is back on %s", settings.bolt_uri)
+            except EokError as e:
+                log.error("could not start the local Neo4j again: %s", e.message)
+
+    threading.Thread(target=loop, name="eok-neo4j-watch", daemon=True).start()
+    return stop
 
 
 def _start_vector_sync(container: Container) -> threading.Event:

@@ -297,9 +297,16 @@ READ_PROCEDURES = frozenset(
         "db.schema.relTypeProperties",
         "db.index.fulltext.queryNodes",
         "db.index.fulltext.queryRelationships",
+        "db.index.fulltext.listAvailableAnalyzers",
+        "db.ping",
         "db.index.vector.queryNodes",
+        "db.index.vector.queryRelationships",
     }
 )
+# Neo4j reserves memory for k results before a vector search (k = 2e9 killed the server's JVM at once, red
+# team round 2) and its plan hides a literal k behind $autoint_N: k must be a parameter, at most this.
+VECTOR_K_MAX = 1000
+_VECTOR_PROCEDURES = ("db.index.vector.queryNodes", "db.index.vector.queryRelationships")
 
 # Answers larger than this are cut (like the row cap); a single record larger than it is refused.
 DEFAULT_BYTE_CAP = 4 * 1024 * 1024
@@ -307,6 +314,9 @@ DEFAULT_BYTE_CAP = 4 * 1024 * 1024
 # so one huge expression could otherwise hold the request (and its connection) for minutes.
 _ABANDON_AFTER_S = 0.5
 _EXPLAIN_TIMEOUT_S = 10.0
+_SLOT_WAIT_S = 0.5  # how long a request waits for one of the analysts' slots before "busy"
+_EXPLAIN_PREFIX = "EXPLAIN "
+_MODE_PREFIX = re.compile(r"^\s*(?:EXPLAIN|PROFILE)\b\s*", re.I)
 _VERDICT_CACHE_CHARS = 2 * 2**20  # plan verdicts kept for this many characters of query text
 
 
@@ -338,10 +348,17 @@ class ReadOnlyCypher:
     server-side timeout, a row cap and a byte cap; the service gives up on Neo4j at timeout + 0.5 s."""
 
     def __init__(
-        self, store: GraphStore, timeout_s: float, row_cap: int, byte_cap: int = DEFAULT_BYTE_CAP, parallel: int = 2
+        self,
+        store: GraphStore,
+        timeout_s: float,
+        row_cap: int,
+        byte_cap: int = DEFAULT_BYTE_CAP,
+        parallel: int = 2,
+        plan_timeout_s: float = _EXPLAIN_TIMEOUT_S,
     ) -> None:
         self.store = store
         self.timeout_s = timeout_s
+        self.plan_timeout_s = max(timeout_s, plan_timeout_s)
         self.row_cap = row_cap
         self.byte_cap = byte_cap
         self._slots = threading.BoundedSemaphore(parallel)  # bounds abandoned-but-still-running queries
@@ -354,7 +371,9 @@ class ReadOnlyCypher:
         if not query:
             raise InvalidInput("the query is empty", "send a Cypher statement in the `query` field")
         params = dict(params or {})
-        if not self._slots.acquire(timeout=self.timeout_s):
+        # A short wait: a flood of analyst requests must not hold the service's worker threads
+        # (shared with every other route) while earlier queries still run in Neo4j.
+        if not self._slots.acquire(timeout=_SLOT_WAIT_S):
             raise Busy(
                 "the analysts' Cypher slots are all busy with earlier queries still running in Neo4j",
                 "retry in a few seconds; make long queries cheaper with a LIMIT or an indexed filter",
@@ -364,7 +383,7 @@ class ReadOnlyCypher:
         abandoned = threading.Event()
         try:
             with self._translated():
-                self._check_plan(query, params)
+                self._check_plan(query, params, tag, abandoned)
                 columns, rows, truncated, size = self._execute(query, params, tag, abandoned)
             return QueryResult(
                 columns, rows, truncated, (time.monotonic() - began) * 1000, self.row_cap, self.byte_cap, size
@@ -375,31 +394,47 @@ class ReadOnlyCypher:
             else:
                 self._slots.release()
 
-    def _release_when_gone(self, tag: str, limit_s: float = 600.0) -> None:
-        """Hold an abandoned query's slot until Neo4j no longer lists its transaction (or limit_s)."""
-        deadline = time.monotonic() + limit_s
+    def _release_when_gone(self, tag: str) -> None:
+        """Hold an abandoned query's slot for as long as Neo4j still runs its transaction.
+
+        Neo4j stops a query only between rows, so one expression can run on after its transaction was
+        terminated; until it is gone it keeps its slot, so no more than `parallel` analyst queries ever
+        run in Neo4j at once (later ones get "busy"). Neo4j going away (a restart) ends them all.
+        """
+        failures = 0
         try:
-            while time.monotonic() < deadline:
-                rows = self.store.read(
-                    "SHOW TRANSACTIONS YIELD metaData WHERE metaData.eok_query = $tag RETURN count(*) AS n", tag=tag
-                )
-                if not rows or rows[0]["n"] == 0:
+            while True:
+                try:
+                    rows = self.store.read(
+                        "SHOW TRANSACTIONS YIELD transactionId, metaData WHERE metaData.eok_query = $tag "
+                        "RETURN transactionId AS id",
+                        tag=tag,
+                    )
+                except (Neo4jError, DriverError, OSError):
+                    failures += 1
+                    if failures >= 5:  # Neo4j is gone or restarting: so are its transactions
+                        return
+                    time.sleep(1.0)
+                    continue
+                if not rows:
                     return
+                failures = 0
+                with suppress(Neo4jError, DriverError, OSError):  # ask it to stop at its next check
+                    self.store.read("TERMINATE TRANSACTIONS $ids", ids=[r["id"] for r in rows])
                 time.sleep(1.0)
-        except (Neo4jError, DriverError, OSError):
-            return
         finally:
             self._slots.release()
 
-    def _check_plan(self, query: str, params: dict[str, Any]) -> None:
+    def _check_plan(self, query: str, params: dict[str, Any], tag: str, abandoned: threading.Event) -> None:
         """EXPLAIN (nothing runs) and refuse any operator that is not a read; verdicts are kept per text."""
         with self._verdict_lock:
             known = self._verdicts.get(query)
             if known is not None:
                 self._verdicts.move_to_end(query)
         if known is None:
-            known = self._plan_verdict(query, params)
-            self._keep_verdict(query, known)
+            known, cacheable = self._plan_verdict(query, params, tag, abandoned)
+            if cacheable:
+                self._keep_verdict(query, known)
         if known:
             raise WriteRefused(
                 f"the query {known}; analysts' Cypher is read-only within the graph and nothing was run",
@@ -407,15 +442,33 @@ class ReadOnlyCypher:
                 f"({', '.join(sorted(READ_PROCEDURES))})",
             )
 
-    def _plan_verdict(self, query: str, params: dict[str, Any]) -> str:
-        """'' for a read, else why not. Planning only, bounded by the 20k-character query limit; its own,
-        longer timeout because a cold JVM on a loaded machine can take seconds to plan a large query."""
-        explain = neo4j.Query("EXPLAIN " + query, timeout=max(self.timeout_s, _EXPLAIN_TIMEOUT_S))
+    def _plan_verdict(
+        self, query: str, params: dict[str, Any], tag: str, abandoned: threading.Event
+    ) -> tuple[str, bool]:
+        """('' for a read, else why not; whether the verdict holds for any parameter values: not when a vector
+        search's k is among them). Planning only, under its own (longer) timeout, because a cold JVM
+        on a loaded machine can take seconds to plan a large query, and under the same watchdog as a run:
+        Neo4j evaluates LIMIT and SKIP expressions while planning, and an expression there can run for
+        as long as its author likes."""
+        limit_s = self.plan_timeout_s
         with self.store.session(read_only=True) as session:
-            summary = session.run(explain, params).consume()
+            tx = session.begin_transaction(timeout=limit_s, metadata={"eok_query": tag})
+            watchdog = threading.Timer(limit_s + _ABANDON_AFTER_S, _abandon, (tx, abandoned))
+            watchdog.start()
+            try:
+                summary = tx.run(explain_text(query), params).consume()
+            except (Neo4jError, DriverError, OSError):
+                if abandoned.is_set():
+                    raise self._timeout(planning=True) from None
+                raise
+            finally:
+                watchdog.cancel()
+                if not abandoned.is_set():
+                    with suppress(Neo4jError, DriverError, OSError):
+                        tx.close()
         if summary.plan is None:
-            return "has no plan Neo4j would show, so it cannot be shown to be a read"
-        return plan_problem(summary.plan) or ""
+            return "has no plan Neo4j would show, so it cannot be shown to be a read", True
+        return plan_problem(summary.plan, params) or "", not _calls_vector_search(summary.plan)
 
     def _keep_verdict(self, query: str, verdict: str) -> None:
         """The same text always plans to the same kinds of operators (values change nothing a procedure
@@ -438,6 +491,7 @@ class ReadOnlyCypher:
             tx = session.begin_transaction(timeout=self.timeout_s, metadata={"eok_query": tag})
             watchdog = threading.Timer(self.timeout_s + _ABANDON_AFTER_S, _abandon, (tx, abandoned))
             watchdog.start()
+            complete = False
             try:
                 result = tx.run(query, params)
                 columns = list(result.keys())
@@ -453,6 +507,7 @@ class ReadOnlyCypher:
                         return self._cut(columns, rows, size)
                     rows.append(row)
                     size += row_bytes
+                complete = True
                 return columns, rows, False, size
             except (Neo4jError, DriverError, OSError):
                 if abandoned.is_set():
@@ -460,9 +515,14 @@ class ReadOnlyCypher:
                 raise
             finally:
                 watchdog.cancel()
-                if not abandoned.is_set():
+                if not complete and not abandoned.is_set():
+                    # A cut or failed answer: the driver's rollback would first read every row still
+                    # pending (each one an expression of any cost), so drop the connection instead; the
+                    # slot then frees when Neo4j no longer runs the transaction.
+                    _abandon(tx, abandoned)
+                elif not abandoned.is_set():
                     with suppress(Neo4jError, DriverError, OSError):
-                        tx.close()  # rolls back; the server stops producing the rest of the answer
+                        tx.close()
 
     def _cut(
         self, columns: list[str], rows: list[dict[str, Any]], size: int
@@ -475,7 +535,13 @@ class ReadOnlyCypher:
             )
         return columns, rows, True, size
 
-    def _timeout(self) -> QueryTimeout:
+    def _timeout(self, planning: bool = False) -> QueryTimeout:
+        if planning:
+            return QueryTimeout(
+                f"planning the query took longer than {self.plan_timeout_s:g} s and was "
+                "stopped (Neo4j evaluates LIMIT and SKIP expressions while planning)",
+                "use a number or a parameter for LIMIT and SKIP; simplify the query",
+            )
         return QueryTimeout(
             f"the query ran longer than the {self.timeout_s:g} s limit and was stopped",
             "narrow the MATCH, add a LIMIT, or use an index-backed property filter",
@@ -496,6 +562,11 @@ class ReadOnlyCypher:
             ) from None
 
 
+def explain_text(query: str) -> str:
+    """The query as planned for the check: EXPLAIN in front of it (an EXPLAIN or PROFILE it had is replaced)."""
+    return _EXPLAIN_PREFIX + _MODE_PREFIX.sub("", query, count=1)
+
+
 def _abandon(tx: neo4j.Transaction, abandoned: threading.Event) -> None:
     """Close the connection under a query Neo4j did not stop in time: our side stops reading at once."""
     abandoned.set()
@@ -505,8 +576,8 @@ def _abandon(tx: neo4j.Transaction, abandoned: threading.Event) -> None:
             connection.kill()
 
 
-def plan_problem(plan: Mapping[str, Any]) -> str | None:
-    """Why a plan is not a read inside the graph, or None; walks every operator of the plan tree."""
+def plan_problem(plan: Mapping[str, Any], params: Mapping[str, Any] | None = None) -> str | None:
+    """Why a plan is not a read inside the graph (or not a bounded one), or None; walks every operator."""
     operator = str(plan.get("operatorType", "")).split("@", 1)[0]
     base = operator.split("(", 1)[0]
     if base not in READ_OPERATORS:
@@ -516,11 +587,34 @@ def plan_problem(plan: Mapping[str, Any]) -> str | None:
         name = details.split("(", 1)[0].strip()
         if name not in READ_PROCEDURES:
             return f"calls the procedure {name or details!r}, which is not one of the allowed read procedures"
+        if name in _VECTOR_PROCEDURES and (problem := _vector_k_problem(name, details, params or {})):
+            return problem
     for child in plan.get("children", []):
-        problem = plan_problem(child)
+        problem = plan_problem(child, params)
         if problem:
             return problem
     return None
+
+
+def _calls_vector_search(plan: Mapping[str, Any]) -> bool:
+    details = str(plan.get("args", {}).get("Details", ""))
+    if details.split("(", 1)[0].strip() in _VECTOR_PROCEDURES:
+        return True
+    return any(_calls_vector_search(child) for child in plan.get("children", []))
+
+
+def _vector_k_problem(name: str, details: str, params: Mapping[str, Any]) -> str | None:
+    """A vector search's k (its second argument) must be a parameter the request gives, 1..VECTOR_K_MAX."""
+    args = details.split("(", 1)[1].rsplit(")", 1)[0] if "(" in details else ""
+    parts = [a.strip() for a in args.split(",")]
+    k = parts[1] if len(parts) > 1 else ""
+    value = params.get(k[1:]) if k.startswith("$") and not k.startswith("$auto") else None
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= VECTOR_K_MAX:
+        return None
+    return (
+        f"calls {name} with k = {k or '?'}; k must be a request parameter from 1 to {VECTOR_K_MAX} (write "
+        f'`$k` and send "params": {{"k": 10}}): Neo4j reserves memory for k results before it searches'
+    )
 
 
 def _strip_strings_and_comments(text: str) -> str:
@@ -544,11 +638,30 @@ def translate_neo4j_error(e: Neo4jError, timeout_s: float) -> EokError:
             "narrow the MATCH, add a LIMIT, or use an index-backed property filter",
         )
     if isinstance(e, CypherSyntaxError) or code == "Neo.ClientError.Statement.SyntaxError":
-        return CypherSyntax(f"Cypher syntax error: {message}", "fix the query text at the position shown")
+        return CypherSyntax(f"Cypher syntax error: {_unprefixed(message)}", "fix the query text at the position shown")
     if isinstance(e, ClientError):
         kind = code.rsplit(".", 1)[-1] or "ClientError"
         return CypherError(f"Neo4j refused the query ({kind}): {message}", "fix the query or its parameters")
     return Unavailable(f"Neo4j could not run the query ({code or type(e).__name__}): {message}", "retry later")
+
+
+_LINE1_POSITION = re.compile(r"\(line 1, column (\d+) \(offset: (\d+)\)\)")
+
+
+def _unprefixed(message: str) -> str:
+    """Neo4j's message about the planned text (EXPLAIN + query) as it reads for the query the analyst sent."""
+    if _EXPLAIN_PREFIX not in message:
+        return message
+    n = len(_EXPLAIN_PREFIX)
+
+    def shift(m: re.Match[str]) -> str:
+        col, off = int(m.group(1)), int(m.group(2))
+        return f"(line 1, column {max(col - n, 1)} (offset: {max(off - n, 0)}))"
+
+    fixed = _LINE1_POSITION.sub(shift, message)
+    fixed = fixed.replace('"' + _EXPLAIN_PREFIX, '"').replace("'" + _EXPLAIN_PREFIX, "'")
+    # the caret line under the quoted text moves left with it
+    return re.sub(r"^( *)\^", lambda m: " " * max(len(m.group(1)) - n, 0) + "^", fixed, flags=re.M)
 
 
 def _first_lines(text: str, n: int = 4) -> str:
@@ -574,7 +687,17 @@ def json_size_floor(value: Any, limit: int) -> int:
             if total <= limit:
                 stack.extend(str(k) for k in v)
                 stack.extend(v.values())
-        else:  # numbers, booleans, null, nodes, temporals: at least one character (a node's map: two)
+        elif isinstance(v, GraphNode | GraphRelationship):  # its map: id, labels/type and properties
+            total += 24 + 2 * len(v)
+            if total <= limit:
+                stack.extend(str(k) for k in v)
+                stack.extend(val for k, val in v.items() if not str(k).startswith("embedding"))
+        elif isinstance(v, GraphPath):
+            total += 30
+            if total <= limit:
+                stack.extend(v.nodes)
+                stack.extend(v.relationships)
+        else:  # numbers, booleans, null, temporals: at least one character
             total += 1
     return total
 

@@ -113,7 +113,8 @@ ESCAPES = [
     "DROP INDEX knowledge_text",
     "CREATE CONSTRAINT intr FOR (n:Intruder) REQUIRE n.id IS UNIQUE",
     "EXPLAIN CREATE (n:Intruder)",
-    "PROFILE MATCH (n) RETURN count(n)",
+    "PROFILE CREATE (n:Intruder)",
+    "PROFILE MATCH (n) SET n.x = 1",
     # admin and session commands
     "SHOW TRANSACTIONS",
     "SHOW SETTINGS",
@@ -196,6 +197,10 @@ def test_reads_using_keywords_as_names_are_answered(client: TestClient, query: s
         "MATCH (t:Thought) OPTIONAL MATCH (t)-->(x) RETURN t.id, collect(x) ORDER BY t.id SKIP 1 LIMIT 2",
         "UNWIND [1, 2] AS x RETURN DISTINCT x UNION RETURN 3 AS x",
         "CALL () { MATCH (t:Thought) RETURN t } RETURN count(t) AS n",
+        "PROFILE MATCH (n) RETURN count(n) AS n",  # a profiled read is a read
+        "EXPLAIN MATCH (n) RETURN n",
+        "CALL db.ping()",
+        "CALL db.index.fulltext.listAvailableAnalyzers() YIELD analyzer RETURN analyzer",
     ],
 )
 def test_read_procedures_and_common_reads_pass_the_plan_check(client: TestClient, query: str) -> None:
@@ -259,3 +264,56 @@ def test_runaway_expressions_end_at_the_timeout_and_memory_returns(
     while server.memory_info().rss > before + 50 * 2**20:
         assert time.monotonic() < deadline, (before >> 20, server.memory_info().rss >> 20)
         time.sleep(2)
+
+
+def test_planning_is_bounded_and_a_runaway_keeps_its_slot_until_neo4j_lets_it_go(
+    api_graph: Container, api_settings: Settings
+) -> None:
+    """Neo4j evaluates LIMIT expressions while planning and does not stop one when its transaction times
+    out: the guard's EXPLAIN runs under the watchdog too, and the slot stays taken while Neo4j computes."""
+    from service.api.cypher import Busy, QueryTimeout, ReadOnlyCypher
+
+    guard = ReadOnlyCypher(api_graph.store, timeout_s=1.0, row_cap=10, parallel=1, plan_timeout_s=1.0)
+    runaway = "RETURN 1 AS x LIMIT reduce(s = 0, x IN range(1, 300000000) | s + 1)"
+    began = time.monotonic()
+    with pytest.raises(QueryTimeout, match="planning the query"):
+        guard.run(runaway)
+    assert time.monotonic() - began < 2.5
+    with pytest.raises(Busy):  # the one slot is still held by the computation Neo4j could not stop
+        guard.run("RETURN 1 AS one")
+    deadline = time.monotonic() + 240
+    while True:  # ...and is given back once Neo4j no longer runs it
+        try:
+            assert guard.run("RETURN 1 AS one").rows == [{"one": 1}]
+            break
+        except Busy:
+            assert time.monotonic() < deadline, "the slot never came back"
+            time.sleep(1)
+
+
+def test_a_vector_search_takes_its_k_as_a_bounded_parameter(client: TestClient) -> None:
+    query = "CALL db.index.vector.queryNodes('thought_embedding_vector', {k}, $v) YIELD node RETURN count(node) AS c"
+    v = [0.05] * 384
+    for k, params in (("2000000000", {"v": v}), ("10", {"v": v}), ("$k", {"k": 2_000_000_000, "v": v})):
+        r = client.post("/cypher", json={"query": query.format(k=k), "params": params}, headers=ANALYST)
+        assert r.status_code == 403 and "request parameter from 1 to 1000" in r.json()["error"]["message"], r.text
+    ok = client.post("/cypher", json={"query": query.format(k="$k"), "params": {"k": 5, "v": v}}, headers=ANALYST)
+    assert ok.status_code == 200, ok.text
+
+
+def test_syntax_errors_point_at_the_analysts_text(client: TestClient) -> None:
+    r = client.post("/cypher", json={"query": "MATCH (n RETURN n"}, headers=ANALYST)
+    assert r.status_code == 400
+    message = r.json()["error"]["message"]
+    assert "column 10" in message and "EXPLAIN" not in message, message
+
+
+def test_a_row_of_many_nodes_is_measured_by_their_properties(client: TestClient) -> None:
+    began = time.monotonic()
+    r = client.post(
+        "/cypher",
+        json={"query": "MATCH (t:Thought) WITH t LIMIT 1 RETURN [i IN range(1, 20000) | t] AS l"},
+        headers=ANALYST,
+    )
+    assert r.status_code == 400 and r.json()["error"]["code"] == "answer_too_large", r.text
+    assert time.monotonic() - began < 5.0  # refused by the size floor, not after converting 20,000 maps

@@ -257,3 +257,33 @@ def test_sync_copies_pending_embeddings_into_the_vector_index(neo4j_settings: Se
     assert info["synced"] >= 1 and info["pending"] == 0
     rows = store.read("MATCH (t:Thought {id: 'zz-sync'}) RETURN size(t.embedding_vector) AS n")  # type: ignore[attr-defined]
     assert rows == [{"n": 384}]
+
+
+def test_the_service_starts_its_local_server_again_after_a_crash_but_not_after_a_stop(
+    own: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An analyst expression building a gigabyte string ends the server's JVM (ExitOnOutOfMemoryError): the
+    service brings it back within seconds; `eok db stop` means stop."""
+    import time
+
+    from service.api import app as service_app
+
+    local_neo4j.start(own)
+    first = local_neo4j.pid(own)
+    assert first is not None and not local_neo4j.stopped_on_purpose(own)
+    monkeypatch.setattr(service_app, "NEO4J_WATCH_INTERVAL_S", 0.2)
+    stop = service_app._supervise_local_neo4j(own)
+    try:
+        os.kill(first, signal.SIGKILL)
+        psutil.Process(first).wait(timeout=30)
+        deadline = time.monotonic() + 120
+        while (again := local_neo4j.pid(own)) in (None, first) or query(own, "RETURN 1 AS one") != [{"one": 1}]:
+            assert time.monotonic() < deadline, "the crashed server was not started again"
+            time.sleep(0.5)
+        assert again != first
+        local_neo4j.stop(own)  # a deliberate stop: marked so, and left stopped
+        assert local_neo4j.stopped_on_purpose(own)
+        time.sleep(1.0)
+        assert local_neo4j.pid(own) is None
+    finally:
+        stop.set()
