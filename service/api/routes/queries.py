@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import logging
 from typing import Annotated
 
 from fastapi import APIRouter, Path
@@ -10,6 +12,7 @@ from service.api.cypher import get_saved_query
 from service.api.deps import AnalystKey, CypherDep, StateDep
 from service.api.schemas import CypherRequest, ErrorResponse, QueryInfo, QueryList, QueryResultOut, QueryRunRequest
 
+log = logging.getLogger("eok.api.audit")
 router = APIRouter(tags=["cypher"], responses={401: {"model": ErrorResponse}, 403: {"model": ErrorResponse}})
 _ERRORS = {
     400: {"model": ErrorResponse},
@@ -41,11 +44,15 @@ def run_query(
 
 
 @router.post("/cypher", response_model=QueryResultOut, responses=_ERRORS)
-def run_cypher(_: AnalystKey, cypher: CypherDep, body: CypherRequest) -> QueryResultOut:
+def run_cypher(caller: AnalystKey, cypher: CypherDep, body: CypherRequest) -> QueryResultOut:
     """Run one ad-hoc Cypher statement that Neo4j's own EXPLAIN plan shows to be a read of the graph (writes,
     schema, LOAD CSV, SHOW TRANSACTIONS/SETTINGS and non-allow-listed procedures are refused, 403, nothing
     run), in a READ transaction that times out after settings.cypher_timeout_s; rows stop at
     settings.cypher_row_cap or before settings.cypher_byte_cap bytes. 503 when earlier runaway queries
     still hold every slot."""
+    # Audit: which key sent what (key id, never the key; the query's hash and its start), before it runs:
+    # a query that takes the database down is still on record.
+    digest = hashlib.sha256(body.query.encode()).hexdigest()[:12]
+    log.info("cypher by %s: %s %r", caller.key_id, digest, body.query[:200])
     result = cypher.run(body.query, body.params)
     return QueryResultOut.model_validate(result.as_dict())
