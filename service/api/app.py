@@ -174,8 +174,10 @@ def _supervise_local_neo4j(settings: Settings) -> threading.Event:
     if not settings.uses_local_neo4j:
         return stop
 
+    first = local_neo4j.pid(settings) is not None  # now: the server the service started with
+
     def loop() -> None:
-        was_running = local_neo4j.pid(settings) is not None
+        was_running = first
         while not stop.wait(NEO4J_WATCH_INTERVAL_S):
             running = local_neo4j.pid(settings) is not None
             if running or not was_running or local_neo4j.stopped_on_purpose(settings):
