@@ -15,7 +15,10 @@
    GET /vocabulary (key check + JSON, no retrieval): the cost of the HTTP layer.
 
     python scripts/bench_api.py [--thoughts 100000] [--requests 4000] [--seconds 60] [--concurrency 8]
-                                [--distinct 200] [--profile]
+                                [--distinct 200] [--profile] [--mined-home DIR --neo4j-port N]
+
+--mined-home runs the same phases on a graph `eok mine` built from real histories (its own local Neo4j),
+with queries made of the words of its thoughts: the all-new-queries phase on real mined text.
 
 --profile also times Retriever.search in-process (no HTTP) under cProfile and prints where the time goes.
 """
@@ -144,10 +147,23 @@ def thought_count(c: Container) -> int:
 # -- the load -------------------------------------------------------------------------------------------
 
 
-def queries(distinct: int, seed: int = 5) -> list[dict[str, Any]]:
+def queries(distinct: int, seed: int = 5, vocab: list[str] | None = None) -> list[dict[str, Any]]:
     rng = random.Random(seed)
+    words = vocab or VOCAB
     mixes = [{}, {"isa": "rvv"}, {"operator": "gemv", "kind": "thought"}, {"target": "k1-x60", "kind": "thought"}]
-    return [{"q": " ".join(rng.sample(VOCAB, 4)), "k": 10, **mixes[i % len(mixes)]} for i in range(distinct)]
+    return [{"q": " ".join(rng.sample(words, 4)), "k": 10, **mixes[i % len(mixes)]} for i in range(distinct)]
+
+
+_WORD_RX = __import__("re").compile(r"[A-Za-z][A-Za-z0-9_]{2,30}")
+
+
+def mined_vocabulary(c: Container, limit: int = 5000) -> list[str]:
+    """The words of a mined graph's own thoughts (titles, descriptions, identifiers), most frequent first."""
+    counts: dict[str, int] = {}
+    for row in c.store.read("MATCH (t:Thought) RETURN t.title + ' ' + t.description + ' ' + t.identifiers AS x"):
+        for w in _WORD_RX.findall(row["x"] or ""):
+            counts[w.lower()] = counts.get(w.lower(), 0) + 1
+    return sorted(counts, key=counts.__getitem__, reverse=True)[:limit]
 
 
 def drive(
@@ -298,33 +314,48 @@ def main() -> None:
     ap.add_argument("--rebuild", action="store_true", help="build the graph anew even if one is there")
     ap.add_argument("--keep-db", action="store_true", help="leave the bench Neo4j running")
     ap.add_argument("--profile", action="store_true", help="also profile Retriever.search in-process")
+    ap.add_argument(
+        "--mined-home",
+        type=Path,
+        help="use the graph a real `eok mine` wrote under this EOK home (its own local Neo4j) instead of a "
+        "synthetic one; queries are then made of the words of its thoughts",
+    )
     args = ap.parse_args()
 
     if args.rebuild and DATA.exists():
         shutil.rmtree(DATA)
-    settings = Settings(
-        home=DATA / "home",
-        local_neo4j_data=DATA / "neo4j",
-        local_neo4j_port=args.neo4j_port,
-        local_neo4j_pagecache="1g",
-        NEO4J_URI=None,
-    )
+    if args.mined_home:
+        home = args.mined_home.resolve()
+        settings = Settings(home=home, local_neo4j_port=args.neo4j_port, NEO4J_URI=None)
+    else:
+        settings = Settings(
+            home=DATA / "home",
+            local_neo4j_data=DATA / "neo4j",
+            local_neo4j_port=args.neo4j_port,
+            local_neo4j_pagecache="1g",
+            NEO4J_URI=None,
+        )
     print(f"starting the bench Neo4j on {settings.bolt_uri} (data in {DATA})", flush=True)
     local_neo4j.start(settings)
     service = None
     try:
         c = Container(settings)
         have = thought_count(c)
-        if have != args.thoughts:
+        vocab = None
+        if args.mined_home:
+            vocab = mined_vocabulary(c)
+            print(f"mined graph: {have:,} thoughts, {len(vocab):,} words of their text for the queries")
+        elif have != args.thoughts:
             print(f"building a graph of {args.thoughts:,} thoughts (found {have:,})", flush=True)
             if have:
                 c.store.write(
                     "MATCH (n) WHERE NOT n:Migration CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS"
                 )
             build_graph(c, args.thoughts)
-        params = queries(args.distinct)
+        params = queries(args.distinct, vocab=vocab)
         port = free_port()
         began = time.perf_counter()
+        DATA.mkdir(parents=True, exist_ok=True)
         service = start_service(settings, port, DATA / "service.log")
         print(f"service up on 127.0.0.1:{port} in {time.perf_counter() - began:.1f} s (FAISS index and model loaded)")
         base = f"http://127.0.0.1:{port}"
@@ -340,7 +371,7 @@ def main() -> None:
         ok = result["rps"] >= 200 and result["p99"] <= 100 and result["errors"] == 0
         print(f"targets >= 200 req/s and p99 <= 100 ms on {os.cpu_count()} cores: {'met' if ok else 'NOT met'}")
         # The same load with every query new: no answer or query vector to reuse, the full retrieval each time.
-        unique = queries(args.unique, seed=99)
+        unique = queries(args.unique, seed=99, vocab=vocab)
         run_load(
             base,
             argparse.Namespace(**{**vars(args), "requests": len(unique)}),
