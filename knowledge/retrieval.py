@@ -27,8 +27,8 @@ RESULT_MAX_BYTES = RESULT_CACHE_BYTES // 16  # a larger single answer (k in the 
 RRF_K = 60  # the usual reciprocal-rank constant: flattens the head so no single ranker dominates
 # Log-scale weights of what a query names explicitly: each named field (operator, ISA, technique) earns the
 # same. An engineer who names an ISA wants that ISA's code: code on another ISA costs as much as a match
-# earns, portable C (right idea, none of the ISA's intrinsics) half of it. A neighbouring operator (taxonomy.OPERATOR_NEIGHBOURS:
-# a dot for a gemv question) earns less than the operator named.
+# earns, portable C (right idea, none of the ISA's intrinsics) half of it. A neighbouring operator
+# (taxonomy.OPERATOR_NEIGHBOURS: a dot for a gemv question) earns less than the operator named.
 INTENT_WEIGHT = {"operator": 1.0, "isa": 1.0, "technique": 1.0}
 OTHER_ISA_COST = 1.0
 PORTABLE_COST = 0.5
