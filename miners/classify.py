@@ -1257,7 +1257,9 @@ def classify(c: RawCommit, profile: LibraryProfile, tri: Triage, patch: str) -> 
     net_intr = diff.net_intrinsics() if diff.added_intrinsics >= 8 else 0
     if diff.added_intrinsics >= 8 and (renamed := sum(diff.prefix_renames.values())) * 2 >= diff.added_intrinsics:
         add(-1.5, f"renames {renamed} intrinsic calls to the __riscv_ prefix: a mechanical change")
-    retuned = _retuned_constants(patch, set(meta.kernel_paths)) if net_intr < 8 else (0, False)
+    # Only where it can decide the verdict (the retune signal and its prefetch technique add at most 1.5).
+    can_matter = net_intr < 8 and not tri.huge_arch_kernels and THRESHOLD - 1.5 <= score < THRESHOLD
+    retuned = _retuned_constants(patch, set(meta.kernel_paths)) if can_matter else (0, False)
     if net_intr >= 8 and (new_type := _new_data_type(diff)) and not speed_words(c.title):
         # A new quantization format comes with its SIMD dot products: they implement the format, they do not
         # speed up anything that existed before.

@@ -164,7 +164,7 @@ class Evidence:
 
 
 _ADDED_RX = re.compile(r"^\+(.*)", re.M)
-EXAMPLE_SCAN_CHARS = 200_000  # added code per commit searched for examples
+EXAMPLE_SCAN_CHARS = 120_000  # added code per commit searched for examples
 EXAMPLE_SCAN_FILE_CHARS = 12_000  # ... and per file of it (the start of each kernel file is searched)
 # Licence headers, includes, blank and comment-only lines: never what an example is for.
 _BOILER_RX = re.compile(
