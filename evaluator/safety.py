@@ -392,20 +392,7 @@ def _allowed_call(name: str) -> bool:
 
 def _outside_attributes(tokens: list[tuple[int, str]]) -> list[tuple[int, str]]:
     """The tokens without the `__attribute__((...))` groups: `aligned(64)` there is an argument, not a call."""
-    out: list[tuple[int, str]] = []
-    i = 0
-    while i < len(tokens):
-        if tokens[i][1] in ("__attribute__", "__attribute") and i + 1 < len(tokens) and tokens[i + 1][1] == "(":
-            depth, i = 0, i + 1
-            while i < len(tokens):
-                depth += {"(": 1, ")": -1}.get(tokens[i][1], 0)
-                i += 1
-                if depth == 0:
-                    break
-            continue
-        out.append(tokens[i])
-        i += 1
-    return out
+    return [tokens[i] for i in _outside_attribute_groups([t for _, t in tokens])]
 
 
 def _check_function_pointers(tokens: list[tuple[int, str]]) -> list[Violation]:
@@ -478,14 +465,15 @@ def _check_top_level(tokens: list[tuple[int, str]], kernel: str) -> tuple[set[st
 
 
 def _strip_attributes(toks: list[str]) -> list[str]:
-    out: list[str] = []
+    return [toks[i] for i in _outside_attribute_groups(toks)]
+
+
+def _outside_attribute_groups(toks: list[str]) -> list[int]:
+    """Indices of the tokens outside `__attribute__((...))`, `__declspec(...)` and `alignas(...)` groups."""
+    kept: list[int] = []
     i = 0
     while i < len(toks):
-        if (
-            toks[i] in ("__attribute__", "__attribute", "__declspec", "_Alignas", "alignas")
-            and i + 1 < len(toks)
-            and toks[i + 1] == "("
-        ):
+        if toks[i] in _ATTRIBUTE_HEADS and i + 1 < len(toks) and toks[i + 1] == "(":
             depth, i = 0, i + 1
             while i < len(toks):
                 depth += {"(": 1, ")": -1}.get(toks[i], 0)
@@ -493,9 +481,12 @@ def _strip_attributes(toks: list[str]) -> list[str]:
                 if depth == 0:
                     break
             continue
-        out.append(toks[i])
+        kept.append(i)
         i += 1
-    return out
+    return kept
+
+
+_ATTRIBUTE_HEADS = ("__attribute__", "__attribute", "__declspec", "_Alignas", "alignas")
 
 
 def _function_name(toks: list[str]) -> str | None:
