@@ -27,7 +27,7 @@ from knowledge.models import Commit, Idea, Relationship, RelType, Repository, Th
 from knowledge.store import GraphStore
 from knowledge.taxonomy import Technique
 from miners import LIBRARIES, gitwalk
-from miners.classify import Classification, Triage, classify, gpu_only, triage
+from miners.classify import Classification, Triage, classify, gpu_only, needs_line_counts, triage
 from miners.distill import (
     IDEA_PRINCIPLES,
     Evidence,
@@ -249,14 +249,14 @@ class Miner:
         def store(batch: list[MinedCommit]) -> None:
             writer.put([_commit_node(handle.name, m) for m in batch])
 
-        raws = gitwalk.walk_commits(handle, revs, warnings, limit=opts.limit, started=started)
+        raws = gitwalk.walk_commits(handle, revs, warnings, limit=opts.limit, started=started, line_counts=False)
         stamps: dict[str, float] = {}
         candidates = classify_commits(
             handle, profile, raws, warnings, opts, keep_all=False, on_commit=seen, on_batch=store, timings=stamps
         )
         report.timings["walk"] = round(stamps["walk_end"] - t0, 3)
         report.timings["classified"] = round(stamps["classified_end"] - t0, 3)
-        for k in ("walk_cpu_s", "patches_thread_cpu_s", "classify_thread_cpu_s"):
+        for k in ("walk_cpu_s", "counts_thread_cpu_s", "patches_thread_cpu_s", "classify_thread_cpu_s"):
             report.timings[k] = round(stamps[k], 3)
         self.progress.update("reading commits", len(walked), len(walked))
         # Patches were read and classified alongside the walk: report their totals as finished stages.
@@ -542,19 +542,18 @@ def classify_commits(
     receives when the walk and the classification ended (perf_counter) and the CPU seconds of each thread.
     """
     opts = opts or MineOptions()
-    pipe = _CandidatePipeline(handle, profile, warnings, opts.max_patch_bytes, on_batch)
-    out: list[MinedCommit] = []
+    pipe = _CandidatePipeline(handle, profile, warnings, opts, on_batch)
+    walked: list[MinedCommit] = []
     cpu0 = time.thread_time()
     try:
         for raw in raws:
             tri = triage(raw, profile, opts.max_file_lines)
-            mc = MinedCommit(raw, tri, Classification(round(tri.meta.score, 2), False, list(tri.meta.reasons)))
-            if raw.damaged:
-                mc.classification.reasons.append(DAMAGED_REASON)
-            if tri.candidate:
-                pipe.submit(mc)
-            if tri.candidate or keep_all:
-                out.append(mc)
+            mc = MinedCommit(raw, tri, _meta_verdict(raw, tri))
+            counts = needs_line_counts(raw, tri) or (keep_all and not raw.counted)
+            if tri.candidate or counts:
+                pipe.submit(mc, counts)
+            if tri.candidate or counts or keep_all:
+                walked.append(mc)
             if on_commit:
                 on_commit(mc)
         walk_cpu, walk_end = time.thread_time() - cpu0, time.perf_counter()
@@ -565,10 +564,20 @@ def classify_commits(
             walk_end=walk_end,
             walk_cpu_s=walk_cpu,
             classified_end=time.perf_counter(),
+            counts_thread_cpu_s=pipe.counter.cpu_s,
             patches_thread_cpu_s=pipe.fetcher.cpu_s,
             classify_thread_cpu_s=pipe.classifier.cpu_s,
         )
-    return out
+    # Commits walked without line counts were read for them where they could be candidates: some are not.
+    return walked if keep_all else [m for m in walked if m.triage.candidate]
+
+
+def _meta_verdict(raw: gitwalk.RawCommit, tri: Triage) -> Classification:
+    """The verdict of a commit whose patch is not (yet) read: its metadata score, never an optimization."""
+    c = Classification(round(tri.meta.score, 2), False, list(tri.meta.reasons))
+    if raw.damaged:
+        c.reasons.append(DAMAGED_REASON)
+    return c
 
 
 def _technique_idea(t: Technique) -> Idea:
@@ -732,11 +741,13 @@ _END = object()
 
 
 class _CandidatePipeline:
-    """Patches and classification of candidate commits while the walk goes on.
+    """Line counts, patches and classification of candidate commits while the walk goes on.
 
-    Three threads work at once: the walk (caller), a fetcher running one `git log -p` per batch of
-    candidates, and a classifier working on the previous batch, so git's diffing and Python's regexes
-    overlap. Patches are dropped after classification except for optimization commits (their hunks
+    Four threads work at once: the walk (caller), a counter reading the line counts of the commits walked
+    without them that could still be candidates (one `git log --numstat` per batch) and triaging them
+    again, a fetcher running one `git log -p` per batch of candidates, and a classifier working on the
+    previous batch, so git's diffing and Python's regexes overlap. Every commit passes the counter, in
+    walk order. Patches are dropped after classification except for optimization commits (their hunks
     become thought examples).
     """
 
@@ -747,39 +758,63 @@ class _CandidatePipeline:
         handle: gitwalk.RepoHandle,
         profile: LibraryProfile,
         warnings: gitwalk.WalkWarnings,
-        max_bytes: int,
+        opts: MineOptions,
         on_batch: Callable[[list[MinedCommit]], None] | None,
     ) -> None:
         self.handle = handle
         self.profile = profile
         self.warnings = warnings
-        self.max_bytes = max_bytes
+        self.opts = opts
         self.on_batch = on_batch
-        self.pending: list[MinedCommit] = []
+        self.to_count: list[tuple[MinedCommit, bool]] = []  # walk thread only
+        self.to_fetch: list[MinedCommit] = []  # counter thread only
         # At most two fetched batches wait for the classifier: patches are big, git must not run far ahead.
         self.classifier = _Stage("eok-classify", self._classify, maxsize=2)
         self.fetcher = _Stage("eok-patches", self._fetch)
+        self.counter = _Stage("eok-line-counts", self._count)
 
-    def submit(self, mc: MinedCommit) -> None:
-        self.pending.append(mc)
-        if len(self.pending) >= self.BATCH:
-            self.fetcher.put(self.pending)
-            self.pending = []
+    def submit(self, mc: MinedCommit, needs_counts: bool) -> None:
+        self.to_count.append((mc, needs_counts))
+        if len(self.to_count) >= self.BATCH:
+            self.counter.put(self.to_count)
+            self.to_count = []
 
     def finish(self) -> None:
         try:
-            if self.pending:
-                self.fetcher.put(self.pending)
-                self.pending = []
-            self.fetcher.close()
+            try:
+                if self.to_count:
+                    self.counter.put(self.to_count)
+                    self.to_count = []
+                self.counter.close()
+            finally:
+                if self.to_fetch:
+                    self.fetcher.put(self.to_fetch)
+                    self.to_fetch = []
+                self.fetcher.close()
         finally:
             self.classifier.close()
+
+    def _count(self, batch: list[tuple[MinedCommit, bool]]) -> None:
+        wanted = [mc.raw.sha for mc, needs in batch if needs]
+        counted = {r.sha: r for r in gitwalk.read_commits(self.handle, wanted, self.warnings)}
+        for mc, needs in batch:
+            if needs and (raw := counted.get(mc.raw.sha)) is not None:
+                mc.raw = raw
+                mc.triage = triage(raw, self.profile, self.opts.max_file_lines, before=mc.triage)
+                mc.classification = _meta_verdict(raw, mc.triage)
+            if mc.triage.candidate:
+                self.to_fetch.append(mc)
+        if len(self.to_fetch) >= self.BATCH:
+            self.fetcher.put(self.to_fetch)
+            self.to_fetch = []
 
     def _fetch(self, batch: list[MinedCommit]) -> None:
         reqs = [
             gitwalk.PatchRequest(m.raw.sha, tuple(m.triage.patch_paths), tuple(m.triage.avoid_paths)) for m in batch
         ]
-        patches = gitwalk.fetch_patches(self.handle, reqs, self.warnings, max_bytes=self.max_bytes, batch=self.BATCH)
+        patches = gitwalk.fetch_patches(
+            self.handle, reqs, self.warnings, max_bytes=self.opts.max_patch_bytes, batch=self.BATCH
+        )
         self.classifier.put((batch, patches))
 
     def _classify(self, item: tuple[list[MinedCommit], dict[str, str]]) -> None:

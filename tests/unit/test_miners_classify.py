@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from miners import gitwalk
-from miners.classify import parse_perf_claims, speed_words
+from miners.classify import needs_line_counts, parse_perf_claims, speed_words, triage
 from miners.pipeline import classify_commits
 from miners.profiles import GENERIC, GGML, ONNXRUNTIME, OPENBLAS, PROFILES, detect_library, file_kind
 from tests.support.gitrepos import EXPECTED, RVV_DOT, _commit, build_kernel_repo, init_repo
@@ -26,6 +26,21 @@ def _walk(path: Path) -> tuple[list, gitwalk.WalkWarnings]:
     warnings = gitwalk.WalkWarnings()
     mined = classify_commits(handle, OPENBLAS, gitwalk.walk_commits(handle, ["HEAD"], warnings), warnings)
     return mined, warnings
+
+
+def _walk_raw(path: Path) -> tuple[list, gitwalk.WalkWarnings]:
+    """The path `eok mine` takes: a --raw walk, line counts read only for commits that may be candidates."""
+    handle = gitwalk.open_repository(str(path), path / "cache")
+    warnings = gitwalk.WalkWarnings()
+    raws = gitwalk.walk_commits(handle, ["HEAD"], warnings, line_counts=False)
+    return classify_commits(handle, OPENBLAS, raws, warnings, keep_all=False), warnings
+
+
+def _verdicts(mined: list) -> list[tuple]:
+    return [
+        (m.raw.sha, m.raw.files, m.raw.damaged, m.classification.score, m.classification.reasons, m.triage.patch_paths)
+        for m in mined
+    ]
 
 
 def _key(title: str) -> str:
@@ -86,6 +101,54 @@ def test_walk_survives_missing_objects(tmp_path: Path) -> None:
     assert any(blob.hexsha in w for w in warnings.messages), warnings.messages
     damaged = [m for m in mined if m.raw.damaged]
     assert damaged and all("unreadable" in m.classification.reasons[-1] for m in damaged)
+
+
+def test_walk_without_line_counts_lists_the_same_files(kernel_repo: Path) -> None:
+    handle = gitwalk.open_repository(str(kernel_repo), kernel_repo / "cache")
+    warnings = gitwalk.WalkWarnings()
+    counted = list(gitwalk.walk_commits(handle, ["HEAD"], warnings))
+    raw = list(gitwalk.walk_commits(handle, ["HEAD"], warnings, line_counts=False))
+    assert [(r.sha, [(f.path, f.old_path) for f in r.files]) for r in raw] == [
+        (r.sha, [(f.path, f.old_path) for f in r.files]) for r in counted
+    ]
+    assert all(r.counted for r in counted) and not any(r.counted for r in raw)
+    assert any(f.old_path for r in raw for f in r.files)  # the rename is seen without diffing a blob
+
+
+def test_mining_without_line_counts_gives_every_verdict_unchanged(kernel_repo: Path) -> None:
+    full, _ = _walk(kernel_repo)
+    mined, warnings = _walk_raw(kernel_repo)
+    assert _verdicts(mined) == _verdicts([m for m in full if m.triage.candidate])
+    assert mined and all(m.raw.counted for m in mined) and warnings.messages == []
+
+
+def test_a_new_kernel_file_is_read_for_its_line_counts(tmp_path: Path) -> None:
+    """Line counts feed one signal (a kernel file added whole): a commit that only it makes a candidate
+    is found although the walk reads no line counts."""
+    repo = init_repo(tmp_path / "repo")
+    _commit(repo, "Initial", {"README.md": "# k\n"}, 1_700_000_000)
+    kernel = RVV_DOT + "".join(f"// step {i}\n" for i in range(15))  # >= 30 lines, all new
+    sha = _commit(repo, "Cleanup kernel code", {"kernel/riscv64/scal_rvv.c": kernel}, 1_700_000_100)
+    handle = gitwalk.open_repository(str(tmp_path / "repo"), tmp_path)
+    warnings = gitwalk.WalkWarnings()
+    raw = next(iter(gitwalk.walk_commits(handle, ["HEAD"], warnings, line_counts=False)))
+    without = triage(raw, OPENBLAS, 3000)
+    assert raw.sha == sha and not without.candidate and needs_line_counts(raw, without)
+    mined, _ = _walk_raw(tmp_path / "repo")
+    assert [m.raw.sha for m in mined] == [sha]
+    assert any("adds kernel file kernel/riscv64/scal_rvv.c" in r for r in mined[0].classification.reasons)
+
+
+def test_mining_without_line_counts_survives_missing_objects(tmp_path: Path) -> None:
+    repo = build_kernel_repo(tmp_path / "broken", huge_mb=1)
+    neon = repo.commit("HEAD~9")  # the NEON saxpy commit, a candidate: its line counts need the blob
+    blob = neon.tree / "kernel/arm64/saxpy_neon.c"
+    (Path(repo.git_dir) / "objects" / blob.hexsha[:2] / blob.hexsha[2:]).unlink()
+    full, _ = _walk(tmp_path / "broken")
+    mined, warnings = _walk_raw(tmp_path / "broken")
+    assert _verdicts(mined) == _verdicts([m for m in full if m.triage.candidate])
+    assert any(blob.hexsha in w and neon.hexsha[:12] in w for w in warnings.messages), warnings.messages
+    assert [m.raw.sha for m in mined if m.raw.damaged] == [neon.hexsha]
 
 
 def test_patch_batch_resumes_after_a_missing_object(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
