@@ -189,3 +189,13 @@ def test_the_installed_entry_point_prints_no_traceback(tmp_path: Path) -> None:
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.startswith("error: EOK_API_KEYS is malformed"), done.stderr
+
+
+def test_every_command_names_its_module() -> None:
+    """`eok X` imports only X's module: every top-level command must be in the table (or in app.py)."""
+    from service.cli import COMMAND_MODULES
+
+    names = {c.name or c.callback.__name__ for c in app.registered_commands}
+    names |= {g.name for g in app.registered_groups}
+    assert names - set(COMMAND_MODULES) == {"version"}  # defined in app.py, always there
+    assert set(COMMAND_MODULES) <= names
