@@ -1,4 +1,4 @@
-"""Time `eok mine` (no LLM) over a full history against plain `git log --numstat` in the same run.
+"""Time `eok mine` (no LLM) over a full history against plain `git log --numstat -z` in the same run.
 
     python scripts/bench_mine.py PATH_TO_GIT_REPO [--name NAME] [--repeat N] [--warmup] [--json]
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -41,13 +42,35 @@ def _git_dir(repo: str) -> str:
 
 
 def time_git_log(git_dir: str) -> tuple[float, float, int]:
-    """(wall s, cpu s, commits) of plain `git log --numstat` over the whole history."""
+    """(wall s, cpu s, commits) of plain `git log --numstat -z` over the whole history.
+
+    On a damaged repository (a snapshot without its largest blobs) git stops at the first commit it cannot
+    diff; like the miner, the baseline then goes on after that commit (`--no-walk --stdin` over the rest),
+    so both sides read the same readable history.
+    """
     cpu0, began = _children_cpu(), time.perf_counter()
-    proc = subprocess.run(["git", f"--git-dir={git_dir}", "log", "--numstat"], capture_output=True)
-    if proc.returncode != 0:  # a damaged repository: git stops at the first unreadable object
-        err = proc.stderr.decode(errors="replace").strip().splitlines()[-1:]
-        print(f"warning: git log --numstat stopped early {err}: not the whole history", file=sys.stderr)
-    return time.perf_counter() - began, _children_cpu() - cpu0, proc.stdout.count(b"\ncommit ") + 1
+    log = ["git", f"--git-dir={git_dir}", "log", "--numstat", "-z"]
+    proc = subprocess.run(log, capture_output=True)
+    commits = len(_SHA_LINE_RX.findall(proc.stdout))
+    if proc.returncode != 0:
+        order = subprocess.run(["git", f"--git-dir={git_dir}", "rev-list", "HEAD"], capture_output=True).stdout.split()
+        at, skipped = 0, []  # `at`: where in `order` the last run started
+        while proc.returncode != 0:
+            printed = _SHA_LINE_RX.findall(proc.stdout)
+            # git died in the last commit whose header it printed, or (nothing printed) in the first one
+            bad = order.index(printed[-1], at) if printed else at
+            skipped.append(order[bad].decode())
+            at = bad + 1
+            if at >= len(order):
+                break
+            rest = b"\n".join(order[at:]) + b"\n"
+            proc = subprocess.run([*log, "--no-walk=unsorted", "--stdin"], input=rest, capture_output=True)
+        commits = len(order) - len(skipped)
+        print(f"warning: git log --numstat skipped {len(skipped)} unreadable commit(s)", file=sys.stderr)
+    return time.perf_counter() - began, _children_cpu() - cpu0, commits
+
+
+_SHA_LINE_RX = re.compile(rb"(?:^|\n|\0)commit ([0-9a-f]{40,64})")
 
 
 def time_mine(repo: str, name: str) -> tuple[float, float, dict[str, Any]]:
