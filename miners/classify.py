@@ -849,6 +849,18 @@ THREAD_RX = re.compile(
     r"\bthreaded\b|(?<!single-)(?<!single )\bthreading\b|\bmulti-?core\b",
     re.I,
 )
+# A threading library as a condition or a build ("when OpenMP", "with pthreads", "OpenMP builds").
+_THREAD_LIB_CONFIG_RX = re.compile(
+    r"\b(?:when|with|without|if|under|in)\s+(?:\w+\s+)?(?:openmp|omp|smp|pthreads?)\b|"
+    r"\b(?:openmp|omp|smp|pthreads?)\s+(?:builds?|mode|case|enabled|disabled|or|and)\b",
+    re.I,
+)
+# A title about a benchmark (a script, a harness, a table of numbers) measures speed; it does not change it.
+BENCH_TITLE_RX = re.compile(
+    r"\bbenchmarks?\s*(?:\(#?\d+\))?\s*$|^(?:\[[^\]]*\]\s*)?(?:\w+\s*:\s*)?"
+    r"(?:add\w*|updat\w*|improv\w*|extend\w*|new)\s+(?:\S+\s+){0,3}?benchmarks?\b",
+    re.I,
+)
 # Choosing the number of threads by problem size is tuning, even worded "use a single thread for small input
 # size": THREAD_RX leaves single-threaded alone, this names the size-dependent choice.
 THREAD_SIZE_RX = re.compile(
@@ -963,6 +975,9 @@ IMPL_RX = re.compile(
 PERF_FIX_RX = re.compile(
     r"\b(?:performance|perf|speed|slow\w*)\s+(?:bug|issue|regression|problem)s?\b|"
     r"\bfix\w*\s+(?:the\s+|a\s+)?(?:slow\w*|performance|perf)\b|"
+    # "minor fixes for up llama load model speed": fixes whose stated aim is speed
+    r"\bfix\w*\s+(?:\S+\s+){0,4}?(?:for|to)\s+(?:\S+\s+){0,4}?(?:speed|faster|performance|perf)\b"
+    r"(?![\s-]+(?:tests?|testing|suite|ci|builds?|tools?|logg\w*|counters?|regressions?|numbers))|"
     # pathologies that only cost time: a "fix" of them is a speedup
     r"\b(?:fix\w*|avoid\w*|reduc\w*|remov\w*)\s+(?:\w+\s+){0,3}?(?:register[- ]spill\w*|spill\w*|"
     r"(?:low|poor|bad)\s+(?:occupancy|performance)|bank[- ]conflicts?|false[- ]sharing|cache[- ]thrash\w*|"
@@ -1052,17 +1067,23 @@ def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
         score += w
         reasons.append(f"{w:+.1f} {why}")
 
-    message, title = c.message, c.title
+    # "Return sb pointer when OpenMP": a threading library named as a build configuration, not a purpose
+    message, title = c.message, _THREAD_LIB_CONFIG_RX.sub(" ", c.title)
     perf_words = speed_words(message)
     title_perf = bool(perf_words) and bool(speed_words(title))
+    if BENCH_TITLE_RX.search(title) and not title_perf:
+        # "[CUDA] MatMulNBits benchmark": the message's latency and performance words are what it measures
+        perf_words = set()
     gpu = gpu_only(code_paths or paths)
     parsed = parse_claims(message)
     claims = [c.value for c in parsed if c.plausible]
-    title_speed = title_perf or bool(claims)  # the title or a measurement states speed
     blocked = _MECHANISM_BLOCK_RX.search(title)
     gpu_title = (GPU_PERF_TITLE_RX.search(title) or GPU_TARGET_RX.search(title)) if gpu and not blocked else None
     thread_title = THREAD_RX.search(title) or THREAD_SIZE_RX.search(title)
     fusion_title = None if blocked else FUSION_RX.search(_IDENT_RX.sub(" ", title))
+    # A title about fusing operations states a speed purpose as plainly as "faster", whatever the body says.
+    title_perf = title_perf or bool(fusion_title)
+    title_speed = title_perf or bool(claims)  # the title or a measurement states speed
     feature_title = (
         None
         if title_speed or gpu_title or thread_title or fusion_title
@@ -1077,8 +1098,7 @@ def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
     elif m := thread_title:
         title_perf = True  # a title about threads states a speed purpose as plainly as "faster"
         add(2.0, f"title speaks of threading, a speed purpose ({m.group(0)!r})")
-    elif m := fusion_title:
-        title_perf = True  # fusing operations saves launches and memory round trips: nothing else
+    elif m := fusion_title:  # fusing operations saves launches and memory round trips: nothing else
         add(2.0, f"title fuses operations, a speed purpose ({m.group(0)!r})")
     elif m := THREAD_RX.search(message) or THREAD_SIZE_RX.search(message):
         add(0.5, f"message speaks of threading ({m.group(0)!r})")
@@ -1188,6 +1208,12 @@ def _body_fix(message: str) -> re.Match[str] | None:
 
 
 _BULLET_RX = re.compile(r"^\s*\*\s.*$", re.M)
+_DISABLED_AFTER_RX = re.compile(r"\s+(?:is|are|was|gets?)\s+(?:now\s+)?(?:disabled|off|turned\s+off)\b", re.I)
+_DISABLED_BEFORE_RX = re.compile(
+    r"\b(?:disabl\w*|turn(?:s|ed|ing)?\s+off|switch(?:es|ed|ing)?\s+off|revert\w*)\s+(?:the\s+)?"
+    r"(?:(?!(?:for|to|and|in|on|with|because|so)\b)[\w`.-]+\s+){0,2}$",
+    re.I,
+)
 
 
 def speed_words(text: str) -> set[str]:
@@ -1200,8 +1226,17 @@ def speed_words(text: str) -> set[str]:
         # "KERNEL.POWER8 optimization" names a thing; "small mul_mat_vec optimizations" states the work
         if word.startswith("opt") and word != "optimizations" and _NAMED_BEFORE_RX.search(text, 0, m.start()):
             continue
+        # "Disable reorder optimize by default": an optimization switched off is not a speedup
+        if word.startswith("opt") and _switched_off(text, m):
+            continue
         out.add(word)
     return out
+
+
+def _switched_off(text: str, m: re.Match[str]) -> bool:
+    """Is the optimization word `m` the thing a disable/turn-off/revert acts on?"""
+    before = _DISABLED_BEFORE_RX.search(text, max(0, m.start() - 60), m.start())
+    return bool(before or _DISABLED_AFTER_RX.match(text, m.end()))
 
 
 def _new_kernel_files(c: RawCommit, kinds: dict[str, str]) -> list[FileChange]:
