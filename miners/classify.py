@@ -1254,8 +1254,11 @@ def triage(c: RawCommit, profile: LibraryProfile, max_file_lines: int, before: T
     `before` is the same commit's triage without line counts: its metadata is reused unless the counts
     earn the one signal they feed (NEW_KERNEL_BONUS), so a commit's message is scanned once.
     """
-    reuse = before is not None and list(before.kinds) == [f.path for f in c.files]
-    if before is not None and reuse and not _new_kernel_files(c, before.kinds):
+    if (
+        before is not None
+        and list(before.kinds) == [f.path for f in c.files]
+        and not _new_kernel_files(c, before.kinds)
+    ):
         kinds, meta = before.kinds, before.meta
     else:
         kinds = {f.path: file_kind(f.path, profile) for f in c.files}

@@ -364,8 +364,7 @@ def walk_commits(
     """
     limit_args = [f"--max-count={limit}"] if limit else []
     counted = started.counted if started else line_counts
-    args = _LOG_ARGS if counted else _RAW_LOG_ARGS
-    first = started or GitStream(handle.git(*args, *limit_args, *revs, "--"), None, counted)
+    first = started or GitStream(handle.git(*_log_args(counted), *limit_args, *revs, "--"), None, counted)
     yield from _resilient(handle, first, lambda: rev_list(handle, [*limit_args, *revs]), warnings, counted)
 
 
@@ -398,7 +397,7 @@ class EarlyWalk:
         head = resolve_rev(handle, "HEAD")
         if head is None:
             return None
-        return cls(handle.git_dir, head, GitStream(handle.git(*_RAW_LOG_ARGS, head, "--"), None, counted=False))
+        return cls(handle.git_dir, head, GitStream(handle.git(*_log_args(False), head, "--"), None, counted=False))
 
     def adopt(self, handle: RepoHandle, revs: Sequence[str], limit: int | None) -> GitStream | None:
         """The running stream if it is exactly the walk wanted; otherwise stop it and return None."""
@@ -415,12 +414,13 @@ def read_commits(handle: RepoHandle, shas: Sequence[str], warnings: WalkWarnings
     """Exactly these commits (no ancestors), in this order, with their numstat; damage handled as in a walk."""
     if not shas:
         return
-    first = GitStream(handle.git(*_LOG_ARGS, "--no-walk=unsorted", "--stdin", "--"), _stdin(shas))
+    first = GitStream(handle.git(*_log_args(True), "--no-walk=unsorted", "--stdin", "--"), _stdin(shas))
     yield from _resilient(handle, first, lambda: list(shas), warnings, True)
 
 
-_LOG_ARGS = ("log", "--no-color", "--numstat", "-z", f"--format={LOG_FORMAT}")
-_RAW_LOG_ARGS = ("log", "--no-color", "--raw", "-z", f"--format={LOG_FORMAT}")
+def _log_args(counted: bool) -> tuple[str, ...]:
+    """The `git log` of a metadata stream: line counts (--numstat) or changed paths only (--raw)."""
+    return ("log", "--no-color", "--numstat" if counted else "--raw", "-z", f"--format={LOG_FORMAT}")
 
 
 def _stdin(shas: Sequence[str]) -> bytes:
@@ -462,8 +462,9 @@ def _resilient(
             yield fallback
         if not remaining:
             return
-        args = _LOG_ARGS if counted else _RAW_LOG_ARGS
-        stream = GitStream(handle.git(*args, "--no-walk=unsorted", "--stdin", "--"), _stdin(remaining), counted)
+        stream = GitStream(
+            handle.git(*_log_args(counted), "--no-walk=unsorted", "--stdin", "--"), _stdin(remaining), counted
+        )
 
 
 def describe_from_tree(handle: RepoHandle, sha: str, warnings: WalkWarnings) -> RawCommit | None:

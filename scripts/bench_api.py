@@ -32,6 +32,7 @@ import multiprocessing as mp
 import os
 import pstats
 import random
+import re
 import shutil
 import socket
 import statistics
@@ -154,7 +155,7 @@ def queries(distinct: int, seed: int = 5, vocab: list[str] | None = None) -> lis
     return [{"q": " ".join(rng.sample(words, 4)), "k": 10, **mixes[i % len(mixes)]} for i in range(distinct)]
 
 
-_WORD_RX = __import__("re").compile(r"[A-Za-z][A-Za-z0-9_]{2,30}")
+_WORD_RX = re.compile(r"[A-Za-z][A-Za-z0-9_]{2,30}")
 
 
 def mined_vocabulary(c: Container, limit: int = 5000) -> list[str]:

@@ -583,8 +583,7 @@ def plan_problem(plan: Mapping[str, Any], params: Mapping[str, Any] | None = Non
     if base not in READ_OPERATORS:
         return f"needs the operator {operator} (not a read of the graph)"
     if base == "ProcedureCall":
-        details = str(plan.get("args", {}).get("Details", ""))
-        name = details.split("(", 1)[0].strip()
+        details, name = _procedure(plan)
         if name not in READ_PROCEDURES:
             return f"calls the procedure {name or details!r}, which is not one of the allowed read procedures"
         if name in _VECTOR_PROCEDURES and (problem := _vector_k_problem(name, details, params or {})):
@@ -596,9 +595,14 @@ def plan_problem(plan: Mapping[str, Any], params: Mapping[str, Any] | None = Non
     return None
 
 
-def _calls_vector_search(plan: Mapping[str, Any]) -> bool:
+def _procedure(plan: Mapping[str, Any]) -> tuple[str, str]:
+    """An operator's Details text and the procedure name it starts with (a ProcedureCall's)."""
     details = str(plan.get("args", {}).get("Details", ""))
-    if details.split("(", 1)[0].strip() in _VECTOR_PROCEDURES:
+    return details, details.split("(", 1)[0].strip()
+
+
+def _calls_vector_search(plan: Mapping[str, Any]) -> bool:
+    if _procedure(plan)[1] in _VECTOR_PROCEDURES:
         return True
     return any(_calls_vector_search(child) for child in plan.get("children", []))
 

@@ -25,7 +25,7 @@ COMMAND_MODULES = {
     "worker": "cluster",
     "bootstrap": "cluster",
 }
-ALL_MODULES = ("db", "tasks", "mine", "ideas", "optimize", "cypher", "serve", "main_job", "cluster")
+ALL_MODULES = tuple(dict.fromkeys(COMMAND_MODULES.values()))
 
 
 def _register(argv: list[str] | None = None) -> None:
