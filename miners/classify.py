@@ -842,6 +842,7 @@ _INSTRUMENT_AFTER_RX = re.compile(rf"[\s-]+(?:{_TOOL_WORDS}|analysis|regressions
 INSTRUMENT_TITLE_RX = re.compile(rf"\bperf(?:ormance)?[\s-]+(?:{_TOOL_WORDS})\b|\bprofil(?:er|ing)\b|\blogger\b", re.I)
 # An identifier right before "optimization"/"opt" makes it a name ("KERNEL.POWER8 optimization", "mask_opt"),
 # not a statement that this commit optimizes.
+_NAME_WINDOW = 200  # characters before "optimization" searched for the name it belongs to
 _NAMED_BEFORE_RX = re.compile(r"(?:\w+[._]\w[\w.]*|`[^`]+`)\s*$")
 # Threads as the purpose: running on more cores is a speedup even without the word "faster".
 THREAD_RX = re.compile(
@@ -955,10 +956,12 @@ SYNC_TITLE_RX = re.compile(r"^(?:[\w.-]+\s*:\s*)?sync\b", re.I)
 BUILD_TIME_RX = re.compile(r"\bincremental\s+(?:\w+\s+)?builds?\b|\b(?:build|compilation)[- ]times?\b", re.I)
 # GitHub's web editor names a commit "Update <file>": that says nothing, least of all housekeeping.
 # A clause separator after the title's leading change: "X + misc fixes", "X; fix typo", "X, also fix Y".
-_TRAILING_CLAUSE_RX = re.compile(r"\w.{8,}?(?:\s\+\s|;\s|,\s+(?:also|and)\s|\s&\s)")
+# A clause separator at least 9 characters after the title's first word character (see _trailing_clause).
+_CLAUSE_SEPARATOR_RX = re.compile(r"\s\+\s|;\s|,\s+(?:also|and)\s|\s&\s")
 DEFAULT_UPDATE_TITLE_RX = re.compile(r"^update\s+[\w./-]+\.\w+$", re.I)
 # Identifiers and file names ("level3_gemm3m_thread.c"): technique words inside them are names, not statements.
-_IDENT_RX = re.compile(r"\S*[_/.]\w\S*")
+# Matched from token starts only, so a long token is scanned once (a hostile 20 kB title took 6 s before).
+_IDENT_RX = re.compile(r"(?<!\S)(?=\S*?[_/.]\w)\S+")
 
 IMPL_RX = re.compile(
     r"\b(?:add(?:ed|s|ing)?|implement\w*|use[sd]?|using|enable[sd]?|introduc\w*|new|port\w*|rewrit\w*|"
@@ -1153,7 +1156,7 @@ def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
     elif (
         neg
         and neg.start() > 0
-        and _TRAILING_CLAUSE_RX.search(title, 0, neg.start())
+        and _trailing_clause(title, neg.start())
         and not NEG_STRONG_RX.search(title, 0, neg.start())
     ):
         # "scale caching for k quants + misc fixes": the fix rides along with the change the title leads with
@@ -1224,7 +1227,12 @@ def speed_words(text: str) -> set[str]:
         if word.startswith(("perf", "opt")) and _INSTRUMENT_AFTER_RX.match(text, m.end()):
             continue
         # "KERNEL.POWER8 optimization" names a thing; "small mul_mat_vec optimizations" states the work
-        if word.startswith("opt") and word != "optimizations" and _NAMED_BEFORE_RX.search(text, 0, m.start()):
+        # (the name is the word right before: a bounded window keeps a message of repeated words linear)
+        if (
+            word.startswith("opt")
+            and word != "optimizations"
+            and _NAMED_BEFORE_RX.search(text, max(0, m.start() - _NAME_WINDOW), m.start())
+        ):
             continue
         # "Disable reorder optimize by default": an optimization switched off is not a speedup
         if word.startswith("opt") and _switched_off(text, m):
@@ -1237,6 +1245,17 @@ def _switched_off(text: str, m: re.Match[str]) -> bool:
     """Is the optimization word `m` the thing a disable/turn-off/revert acts on?"""
     before = _DISABLED_BEFORE_RX.search(text, max(0, m.start() - 60), m.start())
     return bool(before or _DISABLED_AFTER_RX.match(text, m.end()))
+
+
+def _trailing_clause(title: str, end: int) -> bool:
+    """Does a second clause (" + ", "; ", ", and ", " & ") start before `end`, after at least 9 characters of
+    the title's first one? One linear scan: a lazy `\\w.{8,}?` before the separator retried from every word
+    character was quadratic in the title's length."""
+    first = _WORD_CHAR_RX.search(title, 0, end)
+    return first is not None and _CLAUSE_SEPARATOR_RX.search(title, first.start() + 9, end) is not None
+
+
+_WORD_CHAR_RX = re.compile(r"\w")
 
 
 def _new_kernel_files(c: RawCommit, kinds: dict[str, str]) -> list[FileChange]:
