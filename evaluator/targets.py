@@ -14,6 +14,18 @@ from core.errors import InvalidInput, NotFound
 TARGETS_DIR = Path(__file__).resolve().parent / "targets"
 
 
+class VectorOverride(BaseModel):
+    """Measured cycles of an instruction that replace LLVM's price for it, per vtype it runs under ("e8m2",
+    "e32mf2", ...). The cycles occupy the vector unit: they are added to the vector stream and the
+    instruction leaves llvm-mca's input. A `vset*` entry adds vector time while staying a scalar instruction.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    mnemonic: str  # regular expression matched against the whole mnemonic, e.g. "vsseg2e8\\.v"
+    cycles: dict[str, float]  # vtype ("e8m1") -> cycles per instruction, as measured
+    source: str  # where the figure was measured (or "assumed: ..."), shown by docs/COSTMODEL.md
+
+
 class CostData(BaseModel):
     """What the cost model needs beyond the profile: memory levels and the core's scaling against the X60.
 
@@ -31,6 +43,7 @@ class CostData(BaseModel):
     peak_flops_per_cycle: float  # f32, one core: the roofline's compute ceiling
     scalar_scale: float = 1.0  # multiplies X60 scalar-stream cycles
     vector_scale: float = 1.0  # multiplies X60 vector-stream cycles
+    vector_overrides: list[VectorOverride] = []  # measured instruction classes LLVM's model misprices
 
 
 class TargetProfile(BaseModel):

@@ -14,9 +14,9 @@ import tempfile
 from pathlib import Path
 
 from core.errors import Unavailable
-from evaluator.costmodel import model
+from evaluator.costmodel import model, scoreboard
 from evaluator.costmodel.blocks import executed_blocks
-from evaluator.costmodel.mca import MCA, MCA_FLAGS, streams
+from evaluator.costmodel.mca import MCA, MCA_FLAGS, McaBatch, streams
 
 CLANG = "clang-22"
 QEMU = "qemu-riscv64"
@@ -38,11 +38,12 @@ def qemu_argv(binary: Path, qemu_cpu: str = X60_QEMU_CPU) -> list[str]:
     return [QEMU, "-cpu", qemu_cpu, str(binary.resolve())]
 
 
-def whole_trace_cycles(binary: Path, argv: list[str], decoupled: bool = True) -> dict[str, int]:
-    """Total cycles of the region's full dynamic instruction stream, per llvm-mca stream.
+def whole_trace_cycles(binary: Path, argv: list[str], decoupled: bool = True) -> dict[str, float]:
+    """Total cycles of the region's full dynamic instruction stream, per stream.
 
-    In-order: one stream "c", exact for the machine model. Decoupled: vector "v" and scalar "s" streams over
-    the whole region with no synchronisation at all, so max(v, s) is a lower bound (perfect overlap).
+    In-order: one llvm-mca stream "c", exact for the machine model. Decoupled: vector "v" (llvm-mca) and
+    scalar "s" (the scalar scoreboard, as the model prices it) over the whole region with no
+    synchronisation at all, so max(v, s) is a lower bound (perfect overlap).
     """
     binary = binary.resolve()
     trace, dis, _ = model.trace_kernel(binary, argv, timeout_s=120.0, max_log_bytes=1 << 30)
@@ -50,8 +51,16 @@ def whole_trace_cycles(binary: Path, argv: list[str], decoupled: bool = True) ->
     executed = [blocks.segments[i] for i in blocks.ids.tolist()]
     with tempfile.TemporaryDirectory(prefix="eok-whole-") as tmp:
         work = Path(tmp)
-        totals: dict[str, int] = {}
-        for name, lines in streams(executed, decoupled).items():
+        totals: dict[str, float] = {}
+        for name, (lines, _) in streams(executed, decoupled).items():
+            if name == "s":
+                batch = McaBatch(1, pressure=True)
+                batch.add("s", lines)
+                batch.finish(batch.start(work, "spacemit-x60"))
+                ops = batch.ops("s")
+                if ops is not None:
+                    totals[name] = scoreboard.pass_cycles(ops, batch.units)
+                    continue
             path = work / f"{name}.s"
             path.write_text("\n".join(lines) + "\n")
             argv_mca = [MCA, "-mtriple=riscv64", "-mcpu=spacemit-x60", "-iterations=1", "-json"]

@@ -33,9 +33,10 @@ TRAFFIC_FIELDS = ("bytes", "l2_bytes", "dram_bytes", "flops")
 def executed_blocks(trace: RegionTrace, dis: Disassembly, vlen: int = 256, memory: MemoryStats | None = None) -> Blocks:
     """Distinct blocks (TB x vtype x vl class), the block of every executed TB, and their traffic.
 
-    A TB run with vl < VLMAX (qemu's VL_EQ_VLMAX flag clear) is its own block, priced at the smallest LMUL
-    whose VLMAX holds its vl (docs/COSTMODEL.md "vl-aware costs"); its vl comes from the element accesses
-    the memory plugin counted for its first plain vector load or store.
+    A TB run with vl < VLMAX (qemu's VL_EQ_VLMAX flag clear) keeps the price of its LMUL: on the X60 a vl=1
+    and a vl=VLMAX instruction take the same time (rvv-bench's X60 page; docs/COSTMODEL.md "Cost follows
+    LMUL, not vl"). Its vl, from the element accesses the memory plugin counted for its first plain vector
+    load or store, only counts its FLOPs.
     """
     uniq, inverse = np.unique(trace.keys, return_inverse=True)
     inverse = inverse.ravel()
@@ -50,7 +51,7 @@ def executed_blocks(trace: RegionTrace, dis: Disassembly, vlen: int = 256, memor
     addrs = [trace.tb_addrs[k >> 16] for k in uniq.tolist()]
     full = [bool((k & 0xFFFF) >> VL_EQ_VLMAX_BIT & 1) for k in uniq.tolist()]
     vls = _vector_lengths(raw, addrs, full, runs, vlen, memory)
-    segments = [_priced(s, vl, vlen) for s, vl in zip(raw, vls, strict=True)]
+    segments = raw
     per_run = np.array([_traffic(s, vl) for s, vl in zip(raw, vls, strict=True)]).reshape(len(raw), 4)
     if memory is not None:
         per_run[:, :3] = _memory_per_run(addrs, runs, memory)
@@ -69,7 +70,6 @@ def executed_blocks(trace: RegionTrace, dis: Disassembly, vlen: int = 256, memor
 # Plain vector loads/stores: one element access per active element, so accesses / runs = vl. Segment, whole-
 # register, mask and fault-only-first forms are left out.
 _PLAIN_VMEM_RE = re.compile(r"^v[ls](?:e|se|uxei|oxei|sxei|lxei)\d+\.v\s")
-_LMULS = ("MF8", "MF4", "MF2", "M1", "M2", "M4", "M8")
 _LMUL_VALUE = {"MF8": 0.125, "MF4": 0.25, "MF2": 0.5, "M1": 1.0, "M2": 2.0, "M4": 4.0, "M8": 8.0}
 
 
@@ -108,19 +108,6 @@ def _vector_lengths(
             out[k] = float(min(max(elems, 1.0), vlmax(seg.vtype, vlen)))
             break
     return out
-
-
-def _priced(seg: Segment, vl: float | None, vlen: int) -> Segment:
-    """The segment priced at the smallest legal LMUL whose VLMAX holds vl (never above its own LMUL)."""
-    if seg.vtype is None or vl is None or vl >= vlmax(seg.vtype, vlen):
-        return seg
-    sew = int(seg.vtype.sew[1:])
-    for lmul in _LMULS:
-        if _LMUL_VALUE[lmul] < sew / 64:  # SEW/LMUL may not exceed ELEN 64
-            continue
-        if vlen * _LMUL_VALUE[lmul] / sew >= vl or lmul == seg.vtype.lmul:
-            return Segment(seg.insns, Vtype(seg.vtype.sew, lmul), vl_lmul=seg.vtype.lmul)
-    return seg
 
 
 # FP work per element (vector: times vl), for the FLOPs/cycle figure.

@@ -27,13 +27,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.errors import EokError, Unavailable
+from evaluator.costmodel import scoreboard
 from evaluator.costmodel.elf import Insn
 from evaluator.costmodel.trace import Vtype
 
+if TYPE_CHECKING:
+    from evaluator.targets import VectorOverride  # target data; the model only reads it
+
 MCA = "llvm-mca-22"
-MODEL_VERSION = 3  # bump when the costing method changes, so cached costs are not reused
+MODEL_VERSION = 4  # bump when the costing method changes, so cached costs are not reused
 STEADY_ITERATIONS = 8  # (T(body x2) - T(body)) / N is exact from N=2 on for X60 loops: docs/COSTMODEL.md
 UNSUPPORTED_COST = 1.0  # cycles charged per instruction llvm-mca cannot model
 # llvm-mca gives linking jumps (calls) 100 cycles of latency by default; the callee's own instructions are
@@ -49,8 +54,7 @@ class Segment:
     """One TB's instructions and the vtype they run under (None: no vector instruction, or vill)."""
 
     insns: tuple[Insn, ...]
-    vtype: Vtype | None  # the vtype it is priced at (a shorter-vl TB: the smallest LMUL holding its vl)
-    vl_lmul: str | None = None  # the LMUL it ran under, when priced below it for a short vl
+    vtype: Vtype | None  # the vtype it ran (and is priced) under, whatever its vl
 
     @property
     def has_vector(self) -> bool:
@@ -98,18 +102,44 @@ def needs_coupling(segments: Iterable[Segment]) -> bool:
     return any(i.to_scalar for seg in segments for i in seg.insns)
 
 
-def streams(segments: Sequence[Segment], split: bool) -> dict[str, list[str]]:
-    """llvm-mca input lines: {"v": vector, "s": scalar} when split, else {"c": one in-order stream}."""
-    out: dict[str, list[str]] = {"v": [], "s": []} if split else {"c": []}
+def override_cycles(insn: Insn, vtype: Vtype | None, overrides: Sequence[VectorOverride]) -> float | None:
+    """The measured vector-unit cycles of `insn` under `vtype` when a target override covers it, else None."""
+    mnemonic = insn.text.split(" ", 1)[0]
+    if not (insn.is_vector or mnemonic.startswith("vset")):
+        return None
+    cell = f"{vtype.sew}{vtype.lmul}".lower() if vtype else "e8m1"
+    for o in overrides:
+        if cell in o.cycles and re.fullmatch(o.mnemonic, mnemonic):
+            return o.cycles[cell]
+    return None
+
+
+def streams(
+    segments: Sequence[Segment], split: bool, overrides: Sequence[VectorOverride] = ()
+) -> dict[str, tuple[list[str], float]]:
+    """llvm-mca input lines and override cycles per stream: {"v": vector, "s": scalar} when split, else
+    {"c": one in-order stream}. An instruction a target override prices leaves the vector stream's llvm-mca
+    input (a `vset*` stays scalar) and its measured cycles are added to that stream instead."""
+    names = ("v", "s") if split else ("c",)
+    lines: dict[str, list[str]] = {n: [] for n in names}
+    extra: dict[str, float] = dict.fromkeys(names, 0.0)
+    vec_name = "v" if split else "c"
     for seg in segments:
-        vec = [i.text for i in seg.insns if i.is_vector]
+        kept: list[Insn] = []
+        for i in seg.insns:
+            cycles = override_cycles(i, seg.vtype, overrides)
+            if cycles is not None:
+                extra[vec_name] += cycles
+            if cycles is None or not i.is_vector:
+                kept.append(i)
+        vec = [i.text for i in kept if i.is_vector]
         if not split:
-            out["c"] += (_instrument(seg.vtype) if vec else []) + [i.text for i in seg.insns]
+            lines["c"] += (_instrument(seg.vtype) if vec else []) + [i.text for i in kept]
             continue
         if vec:
-            out["v"] += _instrument(seg.vtype) + vec
-        out["s"] += [i.text for i in seg.insns if not i.is_vector]
-    return {name: lines for name, lines in out.items() if any(not x.startswith("#") for x in lines)}
+            lines["v"] += _instrument(seg.vtype) + vec
+        lines["s"] += [i.text for i in kept if not i.is_vector]
+    return {n: (lines[n], extra[n]) for n in names if extra[n] > 0 or any(not x.startswith("#") for x in lines[n])}
 
 
 # ------------------------------------------------------------------------------------------------ runs
@@ -118,11 +148,14 @@ def streams(segments: Sequence[Segment], split: bool) -> dict[str, list[str]]:
 class McaBatch:
     """Regions for one llvm-mca process (one iteration count); names map to total cycles after `run`."""
 
-    def __init__(self, iterations: int, info: bool = False) -> None:
+    def __init__(self, iterations: int, info: bool = False, pressure: bool = False) -> None:
         self.iterations = iterations
-        self.info = info  # also read each region's BlockRThroughput and per-instruction latencies
+        self.info = info or pressure  # also read each region's BlockRThroughput and per-instruction latencies
+        self.pressure = pressure  # also read the pipes each instruction occupies (for the scoreboard)
         self.regions: dict[str, list[str]] = {}
         self.summaries: dict[str, tuple[float, list[int]]] = {}
+        self.pipes: dict[str, list[tuple[tuple[str, int], ...]]] = {}  # region -> per instruction
+        self.units: dict[str, int] = {}  # pipe -> how many units of it the core has
 
     def add(self, name: str, lines: list[str]) -> None:
         self.regions[name] = lines
@@ -130,13 +163,15 @@ class McaBatch:
     def start(self, workdir: Path, mcpu: str) -> subprocess.Popen[str] | None:
         if not self.regions:
             return None
-        self.path = workdir / f"units-{self.iterations}.s"
+        self.path = workdir / f"units-{self.iterations}{'-pressure' if self.pressure else ''}.s"  # one file each
         text: list[str] = []
         for name, lines in self.regions.items():
             text += [f"# LLVM-MCA-BEGIN {name}", *lines, f"# LLVM-MCA-END {name}"]
         self.path.write_text("\n".join(text) + "\n")
         argv = [MCA, "-mtriple=riscv64", f"-mcpu={mcpu}", f"-iterations={self.iterations}", "-json"]
         argv += [f.replace("-instruction-info=0", "-instruction-info=1") if self.info else f for f in MCA_FLAGS]
+        if self.pressure:
+            argv = [f.replace("-resource-pressure=0", "-resource-pressure=1") for f in argv]
         return subprocess.Popen([*argv, str(self.path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def finish(self, proc: subprocess.Popen[str] | None) -> tuple[dict[str, int], set[str]]:
@@ -156,10 +191,33 @@ class McaBatch:
             for r in regions:
                 lat = [int(i["Latency"]) for i in r.get("InstructionInfoView", {}).get("InstructionList", [])]
                 self.summaries[r["Name"]] = (float(r["SummaryView"]["BlockRThroughput"]), lat)
+        if self.pressure:
+            self._read_pipes(json.loads(out))
         lines = self.path.read_text().splitlines()
         bad = {lines[int(n) - 1] for n in _ERROR_LINE_RE.findall(err) if 0 < int(n) <= len(lines)}
         bad |= set(_SKIPPED_NOTE_RE.findall(err))  # no scheduling class: reported by mnemonic only
         return cycles, bad
+
+    def _read_pipes(self, report: dict) -> None:
+        # llvm-mca names the units of a pipe "SMX60_LS.\x00", "SMX60_LS.\x01": one pipe of two units.
+        names = [n.split(".")[0] for n in report.get("TargetInfo", {}).get("Resources", [])]
+        self.units = {n: names.count(n) for n in names}
+        for r in report["CodeRegions"]:
+            count = len(r.get("InstructionInfoView", {}).get("InstructionList", []))
+            used: list[dict[str, int]] = [{} for _ in range(count)]
+            for p in r.get("ResourcePressureView", {}).get("ResourcePressureInfo", []):
+                i, res = int(p["InstructionIndex"]), int(p["ResourceIndex"])
+                if i < count and res < len(names):  # index `count` is the totals row
+                    used[i][names[res]] = used[i].get(names[res], 0) + round(float(p["ResourceUsage"]))
+            self.pipes[r["Name"]] = [tuple(u.items()) for u in used]
+
+    def ops(self, name: str) -> list[scoreboard.Op] | None:
+        """The region's instructions for the scoreboard; None when llvm-mca skipped some of them."""
+        lines = [x for x in self.regions.get(name, []) if not x.startswith("#")]
+        latencies, pipes = self.summaries.get(name, (0.0, []))[1], self.pipes.get(name, [])
+        if not lines or len(latencies) != len(lines) or len(pipes) != len(lines):
+            return None
+        return [scoreboard.make_op(x, lat, p) for x, lat, p in zip(lines, latencies, pipes, strict=True)]
 
 
 # ------------------------------------------------------------------------------------------------ cache
@@ -195,16 +253,30 @@ class CostCache:
         self.db.close()
 
 
-def unit_key(unit: Unit, mcpu: str, decoupled: bool, scales: tuple[float, float]) -> str:
+def unit_key(unit: Unit, mcpu: str, decoupled: bool, scales: tuple[float, float], extra: object = None) -> str:
     def seg(s: Segment) -> list[object]:
         return [[i.text for i in s.insns], s.vtype.asm if s.vtype else None]
 
-    payload = [MODEL_VERSION, mcpu, llvm_version(), unit.kind, decoupled, list(scales)]
+    payload = [MODEL_VERSION, mcpu, llvm_version(), unit.kind, decoupled, list(scales), extra]
     payload += [[seg(s) for s in unit.body], [seg(s) for s in unit.context]]
     return hashlib.sha256(json.dumps(payload).encode()).hexdigest()
 
 
 # ------------------------------------------------------------------------------------------------ costs
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """How a target's core turns llvm-mca's X60 streams into its cycles (docs/COSTMODEL.md "Targets")."""
+
+    scalar_scale: float = 1.0  # multiplies the scalar stream
+    vector_scale: float = 1.0  # multiplies the vector stream
+    ooo_issue: int = 0  # > 0: an out-of-order core of that issue width
+    issue: int = 2  # instructions issued per cycle at most: no unit runs faster (in-order dual issue: X60)
+    overrides: tuple[VectorOverride, ...] = ()  # measured instruction classes (targets/*.toml)
+
+    def key(self) -> object:
+        return [self.ooo_issue, self.issue, [o.model_dump() for o in self.overrides]]
 
 
 def cost_units(
@@ -215,80 +287,117 @@ def cost_units(
     scalar_scale: float = 1.0,
     vector_scale: float = 1.0,
     ooo_issue: int = 0,
+    pricing: Pricing | None = None,
 ) -> tuple[list[UnitCost], int]:
     """Cost every unit (cached ones are not re-simulated). Returns (costs in order, units simulated).
 
     `scalar_scale` / `vector_scale` multiply the scalar / vector stream of split units (a target's core
     against the X60 whose model prices them; docs/COSTMODEL.md "Targets"). `ooo_issue` > 0: an out-of-order
     core of that issue width, whose loops run at their resource throughput or their loop-carried
-    dependence chain, whichever is slower, instead of llvm-mca's in-order schedule.
+    dependence chain, whichever is slower, instead of llvm-mca's in-order schedule. `pricing` gives all of
+    these at once, with the issue width and the target's measured instruction overrides.
     """
     require_mca()
-    scales = (scalar_scale, vector_scale)
-    keys = [unit_key(u, mcpu, decoupled, scales) + (f"-ooo{ooo_issue}" if ooo_issue else "") for u in units]
+    pricing = pricing or Pricing(scalar_scale, vector_scale, ooo_issue)
+    scales = (pricing.scalar_scale, pricing.vector_scale)
+    keys = [unit_key(u, mcpu, decoupled, scales, pricing.key()) for u in units]
     known = cache.get_many(set(keys)) if cache else {}
     todo = {k: u for k, u in zip(keys, units, strict=True) if k not in known}
     if todo:
-        fresh = _simulate(todo, mcpu, decoupled, scales, ooo_issue)
+        fresh = _simulate(todo, mcpu, decoupled, pricing)
         if cache:
             cache.put_many(fresh)
         known.update(fresh)
     return [known[k] for k in keys], len(todo)
 
 
-def _simulate(
-    todo: dict[str, Unit], mcpu: str, decoupled: bool, scales: tuple[float, float], ooo_issue: int = 0
-) -> dict[str, UnitCost]:
+def _simulate(todo: dict[str, Unit], mcpu: str, decoupled: bool, pricing: Pricing) -> dict[str, UnitCost]:
+    ooo_issue, scales = pricing.ooo_issue, (pricing.scalar_scale, pricing.vector_scale)
     steady, single = McaBatch(STEADY_ITERATIONS, info=ooo_issue > 0), McaBatch(1)
-    plans: dict[str, tuple[Unit, list[str], list[str]]] = {}
+    board = McaBatch(1, pressure=True)  # scalar streams, priced by the scoreboard (scoreboard.py)
+    plans: dict[str, tuple[Unit, dict[str, float], dict[str, float]]] = {}
+
+    def add(batch: McaBatch, name: str, lines: list[str]) -> None:
+        if any(not x.startswith("#") for x in lines):  # a stream of overridden instructions only: no region
+            batch.add(name, lines)
+
     for n, (key, unit) in enumerate(todo.items()):
         split = decoupled and not needs_coupling(unit.body + unit.context)
         if unit.kind == "loop":
-            body = streams(unit.body, split)
-            for s, lines in body.items():
-                steady.add(f"u{n}{s}1", lines)
-                steady.add(f"u{n}{s}2", lines + lines)
-            plans[key] = (unit, list(body), [])
+            body = streams(unit.body, split, pricing.overrides)
+            for s, (lines, _) in body.items():
+                add(steady, f"u{n}{s}1", lines)
+                add(steady, f"u{n}{s}2", lines + lines)
+            if "s" in body:
+                add(board, f"u{n}sB", body["s"][0])
+            plans[key] = (unit, {s: x for s, (_, x) in body.items()}, {})
         else:
-            whole, ctx = streams(unit.context + unit.body, split), streams(unit.context, split)
-            for s, lines in whole.items():
-                single.add(f"u{n}{s}w", lines)
-            for s, lines in ctx.items():
-                single.add(f"u{n}{s}c", lines)
-            plans[key] = (unit, list(whole), list(ctx))
+            whole = streams(unit.context + unit.body, split, pricing.overrides)
+            ctx = streams(unit.context, split, pricing.overrides)
+            for s, (lines, _) in whole.items():
+                add(single, f"u{n}{s}w", lines)
+            for s, (lines, _) in ctx.items():
+                add(single, f"u{n}{s}c", lines)
+            if "s" in whole:
+                add(board, f"u{n}sW", whole["s"][0])
+                add(board, f"u{n}sC", ctx["s"][0] if "s" in ctx else [])
+            plans[key] = (unit, {s: x for s, (_, x) in whole.items()}, {s: x for s, (_, x) in ctx.items()})
     with tempfile.TemporaryDirectory(prefix="eok-mca-") as tmp:
-        procs = [(batch, batch.start(Path(tmp), mcpu)) for batch in (steady, single)]
-        (cyc_a, bad_a), (cyc_b, bad_b) = (batch.finish(proc) for batch, proc in procs)
-    cycles, bad = {**cyc_a, **cyc_b}, bad_a | bad_b
+        procs = [(batch, batch.start(Path(tmp), mcpu)) for batch in (steady, single, board)]
+        results = [batch.finish(proc) for batch, proc in procs]
+    cycles = {**results[0][0], **results[1][0]}
+    bad = results[0][1] | results[1][1] | results[2][1]
+    scale = {"s": scales[0], "v": scales[1]}
 
-    def scaled(name: str, stream: str) -> float:
-        return cycles.get(name, 0) * {"s": scales[0], "v": scales[1]}.get(stream, 1.0)
+    def scaled(name: str, stream: str, extra: float = 0.0) -> float:
+        return (cycles.get(name, 0) + extra) * scale.get(stream, 1.0)
+
+    def loop_stream(n: int, s: str, extra: float) -> float:
+        ops = board.ops(f"u{n}sB") if s == "s" else None
+        if ops is not None:
+            return (scoreboard.loop_cycles(ops, board.units, pricing.issue) + extra) * scale[s]
+        return (scaled(f"u{n}{s}2", s) - scaled(f"u{n}{s}1", s)) / STEADY_ITERATIONS + scaled("", s, extra)
+
+    def pass_stream(n: int, s: str, extra: float, ctx_extra: float | None) -> float:
+        whole = board.ops(f"u{n}sW") if s == "s" else None
+        before = board.ops(f"u{n}sC") if s == "s" and ctx_extra is not None else []
+        if whole is not None and before is not None:
+            t = scoreboard.pass_cycles(whole, board.units, pricing.issue)
+            t0 = scoreboard.pass_cycles(before, board.units, pricing.issue)
+            return (t - t0 + extra - (ctx_extra or 0.0)) * scale[s]
+        return scaled(f"u{n}{s}w", s, extra) - (scaled(f"u{n}{s}c", s, ctx_extra) if ctx_extra is not None else 0.0)
 
     out: dict[str, UnitCost] = {}
     for n, (key, (unit, first, second)) in enumerate(plans.items()):
+        insns = sum(len(seg.insns) for seg in unit.body)
         if unit.kind == "loop" and ooo_issue:
             value = _out_of_order(n, first, steady, scales, ooo_issue)
         elif unit.kind == "loop":
-            per_stream = [(scaled(f"u{n}{s}2", s) - scaled(f"u{n}{s}1", s)) / STEADY_ITERATIONS for s in first]
-            value = max(per_stream, default=0.0)
+            value = max((loop_stream(n, s, x) for s, x in first.items()), default=0.0)
         else:
-            total = max((scaled(f"u{n}{s}w", s) for s in first), default=0.0)
-            before = max((scaled(f"u{n}{s}c", s) for s in second), default=0.0)
-            value = max(total - before, 0.0)
+            # What the block adds to each stream, the larger of the two: the max of the totals minus the max
+            # of the contexts would let a vector block after a scalar one of equal cost add ~0 (padding a
+            # kernel with scalar work then made it faster: docs/COSTMODEL.md "Sound composition").
+            added = [pass_stream(n, s, x, second.get(s)) for s, x in first.items()]
+            value = max(max(added, default=0.0), 0.0)
+        # No core issues more than `issue` instructions a cycle, vector ones included (X60: in-order dual
+        # issue, the vector unit fed by the scalar front end), however the streams overlap.
+        value = max(value, insns / max(pricing.issue, ooo_issue, 1))
         unsupported = sum(1 for seg in unit.body for i in seg.insns if _unsupported(i, bad))
         out[key] = UnitCost(value + unsupported * UNSUPPORTED_COST, unsupported)
     return out
 
 
-def _out_of_order(n: int, names: list[str], steady: McaBatch, scales: tuple[float, float], issue: int) -> float:
+def _out_of_order(n: int, extras: dict[str, float], steady: McaBatch, scales: tuple[float, float], issue: int) -> float:
     """Cycles per iteration of loop unit n on an out-of-order core: the slowest of its resource throughput
-    per stream (the X60 model's resources, scaled), its issue width, and its loop-carried dependences."""
+    per stream (the X60 model's resources plus the stream's overridden instructions, scaled), its issue
+    width, and its loop-carried dependences."""
     bounds, total = [0.0], 0
-    for s in names:
+    for s, extra in extras.items():
         rthru, latencies = steady.summaries.get(f"u{n}{s}1", (0.0, []))
-        lines = [x for x in steady.regions[f"u{n}{s}1"] if not x.startswith("#")]
-        bounds.append(rthru * {"s": scales[0], "v": scales[1]}.get(s, 1.0))
-        if len(latencies) == len(lines):
+        lines = [x for x in steady.regions.get(f"u{n}{s}1", []) if not x.startswith("#")]
+        bounds.append((rthru + extra) * {"s": scales[0], "v": scales[1]}.get(s, 1.0))
+        if lines and len(latencies) == len(lines):
             bounds.append(recurrence(lines, latencies))
         total += len(lines)
     return max(*bounds, total / issue)

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -23,7 +24,7 @@ from core.errors import EokError, InvalidInput
 from evaluator.costmodel.blocks import costing_units, executed_blocks
 from evaluator.costmodel.elf import Disassembly, ElfSymbols, disassemble, require_objdump
 from evaluator.costmodel.loops import Loop, find_loops
-from evaluator.costmodel.mca import MODEL_VERSION, CostCache, cost_units, llvm_version, require_mca
+from evaluator.costmodel.mca import MODEL_VERSION, CostCache, Pricing, cost_units, llvm_version, require_mca
 from evaluator.costmodel.memory import (
     CacheGeometry,
     MemoryStats,
@@ -35,6 +36,9 @@ from evaluator.costmodel.memory import (
     read_stats,
 )
 from evaluator.costmodel.trace import DEFAULT_MAX_LOG_BYTES, RegionMismatch, RegionTrace, trace_region
+
+if TYPE_CHECKING:
+    from evaluator.targets import VectorOverride
 
 BEGIN_MARKER, END_MARKER = "eok_region_begin", "eok_region_end"
 BOUNDS = ("compute", "L2", "DRAM")
@@ -90,6 +94,11 @@ class Machine:
     scalar_scale: float = 1.0
     vector_scale: float = 1.0
     ooo_issue: int = 0  # > 0: an out-of-order core of this issue width (loops priced by throughput/recurrence)
+    issue: int = 2  # instructions issued per cycle at most (every unit costs at least its count / issue)
+    overrides: tuple[VectorOverride, ...] = ()  # measured instruction classes replacing LLVM's price
+
+    def pricing(self) -> Pricing:
+        return Pricing(self.scalar_scale, self.vector_scale, self.ooo_issue, self.issue, self.overrides)
 
 
 @cache
@@ -115,6 +124,8 @@ def machines() -> dict[str, Machine]:
             c.scalar_scale,
             c.vector_scale,
             t.issue if t.out_of_order else 0,
+            t.issue,
+            tuple(c.vector_overrides),
         )
     return out
 
@@ -191,9 +202,7 @@ def model_kernel_breakdown(
     units, weights, traffic = costing_units(blocks.segments, blocks.ids, loops, blocks.traffic)
     cache = CostCache(cache_dir) if cache_dir is not None else None
     try:
-        costs, simulated = cost_units(
-            units, target.mca_cpu, cache, decoupled, target.scalar_scale, target.vector_scale, target.ooo_issue
-        )
+        costs, simulated = cost_units(units, target.mca_cpu, cache, decoupled, pricing=target.pricing())
     finally:
         if cache:
             cache.close()
