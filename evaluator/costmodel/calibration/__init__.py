@@ -123,3 +123,10 @@ def instruction_cycles(core: str, instruction: str, vtype: str, vl: str = "vlmax
         if text.split()[0] == instruction:
             return cells.get(vtype)
     return None
+
+
+def model_figure(fig: Figure, cache: Path | None = None) -> float:
+    """Modeled cycles per call of `fig` with the current cost model (calibration/fidelity.py; cached)."""
+    from evaluator.costmodel.calibration.fidelity import model_figure as model
+
+    return model(fig, cache)
