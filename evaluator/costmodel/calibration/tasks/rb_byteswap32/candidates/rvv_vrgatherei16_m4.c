@@ -1,0 +1,17 @@
+/* Byte swap of 32-bit words at LMUL 4 with vrgatherei16.vv (16-bit indices 4k+3-j at LMUL 8). */
+#include <riscv_vector.h>
+#include <stdint.h>
+
+void rb_byteswap32(int n, uint32_t *ptr) {
+    size_t vlmax = __riscv_vsetvlmax_e16m8();
+    vuint16m8_t lane = __riscv_vid_v_u16m8(vlmax);
+    vuint16m8_t idx = __riscv_vadd_vv_u16m8(__riscv_vand_vx_u16m8(lane, 0xfffc, vlmax),
+                                           __riscv_vrsub_vx_u16m8(__riscv_vand_vx_u16m8(lane, 3, vlmax), 3, vlmax),
+                                           vlmax);
+    for (size_t left = (size_t)n, vl; left > 0; left -= vl, ptr += vl) {
+        vl = __riscv_vsetvl_e32m4(left);
+        vuint8m4_t bytes = __riscv_vreinterpret_v_u32m4_u8m4(__riscv_vle32_v_u32m4(ptr, vl));
+        vuint8m4_t swapped = __riscv_vrgatherei16_vv_u8m4(bytes, idx, vl * 4);
+        __riscv_vse32_v_u32m4(ptr, __riscv_vreinterpret_v_u8m4_u32m4(swapped), vl);
+    }
+}

@@ -1,0 +1,9 @@
+/* dest = src reversed, one byte per iteration behind a compiler barrier. */
+#include <stdint.h>
+
+void rb_memreverse(int n, uint8_t *dest, const uint8_t *src) {
+    for (int i = 0; i < n; i++) {
+        dest[i] = src[n - 1 - i];
+        __asm__ volatile("" ::: "memory");
+    }
+}
