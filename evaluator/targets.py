@@ -39,7 +39,9 @@ class CostData(BaseModel):
     l1d_ways: int  # associativity of the simulated L1D (LRU)
     l2_ways: int
     l2_bytes_per_cycle: float  # L2 -> L1 fill (and write-back) bandwidth of one core
-    dram_gbps: float  # DRAM bandwidth one core sustains, GB/s
+    dram_gbps: float  # DRAM bandwidth one core sustains, GB/s (read streams, and streams that read and write)
+    dram_write_gbps: float | None = None  # a stream that only writes (None: dram_gbps)
+    dram_rmw_gbps: float | None = None  # lines read and written back in place, both ways counted (None: dram_gbps)
     peak_flops_per_cycle: float  # f32, one core: the roofline's compute ceiling
     scalar_scale: float = 1.0  # multiplies X60 scalar-stream cycles
     vector_scale: float = 1.0  # multiplies X60 vector-stream cycles

@@ -102,6 +102,17 @@ def needs_coupling(segments: Iterable[Segment]) -> bool:
     return any(i.to_scalar for seg in segments for i in seg.insns)
 
 
+_KEEPS_VL_RE = re.compile(r"^vsetvli\s+(?:zero|x0),\s*(?:zero|x0),")
+
+
+def drains_per_iteration(segments: Sequence[Segment]) -> bool:
+    """True when a loop body sets vl or vtype: on the X60 a `vsetvli` waits for the vector instructions
+    before it to finish, so strips do not overlap. rvv-bench on a BPI-F3, a vsetvli per strip against one
+    hoisted out of the loop: memset m1 2.21x, utf8_count m8 1.22x slower, memcpy m8 unchanged (where one
+    strip's loads and stores already fill the vector pipe); docs/COSTMODEL.md "vsetvli drains"."""
+    return any(i.text.startswith("vset") and not _KEEPS_VL_RE.match(i.text) for seg in segments for i in seg.insns)
+
+
 def override_cycles(insn: Insn, vtype: Vtype | None, overrides: Sequence[VectorOverride]) -> float | None:
     """The measured vector-unit cycles of `insn` under `vtype` when a target override covers it, else None."""
     mnemonic = insn.text.split(" ", 1)[0]
@@ -330,6 +341,10 @@ def _simulate(todo: dict[str, Unit], mcpu: str, decoupled: bool, pricing: Pricin
                 add(steady, f"u{n}{s}2", lines + lines)
             if "s" in body:
                 add(board, f"u{n}sB", body["s"][0])
+            if drains_per_iteration(unit.body):
+                for s, (lines, _) in body.items():
+                    if s != "s":  # the stream holding the vector instructions: one iteration alone
+                        add(single, f"u{n}{s}D", lines)
             plans[key] = (unit, {s: x for s, (_, x) in body.items()}, {})
         else:
             whole = streams(unit.context + unit.body, split, pricing.overrides)
@@ -356,7 +371,10 @@ def _simulate(todo: dict[str, Unit], mcpu: str, decoupled: bool, pricing: Pricin
         ops = board.ops(f"u{n}sB") if s == "s" else None
         if ops is not None:
             return (scoreboard.loop_cycles(ops, board.units, pricing.issue) + extra) * scale[s]
-        return (scaled(f"u{n}{s}2", s) - scaled(f"u{n}{s}1", s)) / STEADY_ITERATIONS + scaled("", s, extra)
+        steady = (scaled(f"u{n}{s}2", s) - scaled(f"u{n}{s}1", s)) / STEADY_ITERATIONS
+        # A vsetvli in the body waits for the vector work before it: iterations do not overlap, each costs
+        # its own fill and drain (region u{n}{s}D, present only for such bodies).
+        return max(steady, scaled(f"u{n}{s}D", s)) + scaled("", s, extra)
 
     def pass_stream(n: int, s: str, extra: float, ctx_extra: float | None) -> float:
         whole = board.ops(f"u{n}sW") if s == "s" else None

@@ -91,6 +91,8 @@ class Machine:
     l2_bytes_per_cycle: float
     dram_bytes_per_cycle: float
     peak_flops_per_cycle: float
+    dram_write_bytes_per_cycle: float
+    dram_rmw_bytes_per_cycle: float
     scalar_scale: float = 1.0
     vector_scale: float = 1.0
     ooo_issue: int = 0  # > 0: an out-of-order core of this issue width (loops priced by throughput/recurrence)
@@ -121,6 +123,8 @@ def machines() -> dict[str, Machine]:
             c.l2_bytes_per_cycle,
             c.dram_gbps / t.clock_ghz,
             c.peak_flops_per_cycle,
+            (c.dram_write_gbps or c.dram_gbps) / t.clock_ghz,
+            (c.dram_rmw_gbps or c.dram_gbps) / t.clock_ghz,
             c.scalar_scale,
             c.vector_scale,
             t.issue if t.out_of_order else 0,
@@ -209,15 +213,14 @@ def model_kernel_breakdown(
     w = np.array(weights)
     core = np.array([c.cycles for c in costs])
     # Roofline per unit: the pipeline (L1 hits included) against the bandwidth of each level below it.
-    levels = np.stack(
-        [core, traffic[:, 1] / target.l2_bytes_per_cycle, traffic[:, 2] / target.dram_bytes_per_cycle], axis=1
-    ).reshape(len(units), 3)
+    levels = np.stack([core, traffic[:, 1] / target.l2_bytes_per_cycle, dram_cycles(target, traffic)], axis=1)
+    levels = levels.reshape(len(units), 3)
     per_unit = levels.max(axis=1) if len(units) else np.zeros(0)
     which = levels.argmax(axis=1) if len(units) else np.zeros(0, dtype=np.int64)
     by_bound = {b: float((w * per_unit)[which == i].sum()) for i, b in enumerate(BOUNDS)}
     is_loop = np.array([u.kind == "loop" for u in units], dtype=bool)
     total = float((w * per_unit).sum())
-    totals = (w[:, None] * traffic).sum(axis=0) if len(units) else np.zeros(4)
+    totals = (w[:, None] * traffic).sum(axis=0) if len(units) else np.zeros(traffic.shape[1])
     mode = ("decoupled" if decoupled else "in-order") + ("+mem" if memory else "")
     name = mcpu if mcpu == target.mca_cpu else f"{mcpu}~{target.mca_cpu}"
     timing = ModeledTiming(
@@ -243,6 +246,19 @@ def model_kernel_breakdown(
     return ModelBreakdown(
         timing, loops, loop_cycles, total - loop_cycles, simulated, len(units), trace.log_bytes, seconds, by_bound
     )
+
+
+def dram_cycles(target: Machine, traffic: np.ndarray) -> np.ndarray:
+    """DRAM time of each unit (docs/COSTMODEL.md "DRAM"), from what it reads (load fills), writes (evictions)
+    and what its stores allocated without reading:
+    - a stream that only writes (reads under 5 % of its writes) runs at the write figure;
+    - lines read and written back in place (written, not allocated by a store) move at the in-place figure;
+    - everything else moves at the read figure (read streams; copies, whose destination is not read)."""
+    total, written, allocated = traffic[:, 2], traffic[:, 4], traffic[:, 5]
+    read = total - written
+    in_place = np.clip(np.minimum(read, written - allocated), 0.0, None)
+    mixed = (total - 2 * in_place) / target.dram_bytes_per_cycle + 2 * in_place / target.dram_rmw_bytes_per_cycle
+    return np.where(read < 0.05 * written, written / target.dram_write_bytes_per_cycle, mixed)
 
 
 def _target(mcpu: str) -> Machine:

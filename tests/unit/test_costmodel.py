@@ -435,3 +435,42 @@ def test_no_unit_issues_more_than_two_instructions_a_cycle() -> None:
     mixed = Unit("loop", (_seg(VECTOR_WORK + ["addi a1, a1, 1"] * 12 + ["bnez a0, 0x10 <l>"], Vtype("E32", "M1")),))
     (cost,), _ = cost_units([mixed], "spacemit-x60", None)
     assert cost.cycles >= 16 / 2  # 16 instructions, dual issue: the decoupled streams alone would say 6
+
+
+def _strip_loop(body: list[str], lmul: str, per_strip: bool) -> Unit:
+    scalar = ["add a0, a0, a5", "sub a2, a2, a5", "bnez a2, 0x10 <l>"]
+    vset = [f"vsetvli a5, a2, e8, {lmul.lower()}, ta, ma"] if per_strip else []
+    return Unit("loop", (_seg(vset + body + scalar, Vtype("E8", lmul)),))
+
+
+@pytest.mark.parametrize("body", [["vse8.v v8, (a0)"], ["vle8.v v8, (a1)", "vse8.v v8, (a0)"]])
+def test_a_vsetvli_per_strip_drains_the_vector_unit(body: list[str]) -> None:
+    # rvv-bench, BPI-F3: a vsetvli per strip vs hoisted, memset m1 2.21x and memcpy m1 1.26x slower.
+    costs, _ = cost_units([_strip_loop(body, "M1", per) for per in (True, False)], "spacemit-x60", None)
+    per_strip, hoisted = (c.cycles for c in costs)
+    assert per_strip > 1.1 * hoisted
+    kept = Unit("loop", (_seg(["vsetvli zero, zero, e8, m1, ta, ma", *body, "bnez a2, 0x10 <l>"], Vtype("E8", "M1")),))
+    (same,), _ = cost_units([kept], "spacemit-x60", None)
+    assert same.cycles < per_strip  # a vsetvli that keeps vl and vtype is no barrier
+
+
+def test_dram_time_follows_what_a_stream_reads_and_writes() -> None:
+    from evaluator.costmodel.model import dram_cycles, machines
+
+    x60 = machines()["spacemit-x60"]
+    mib = float(1 << 20)
+    # bytes, l2, dram total, flops, dram written, dram allocated by stores
+    rows = np.array(
+        [
+            [0, 0, mib, 0, mib, mib],  # memset: writes only
+            [0, 0, 2 * mib, 0, mib, mib],  # memcpy: reads the source, allocates the destination
+            [0, 0, 2 * mib, 0, mib, 0],  # in place: every line read and written back
+            [0, 0, mib, 0, 0, 0],  # a read stream
+        ]
+    )
+    memset, memcpy, in_place, read = dram_cycles(x60, rows)
+    assert memset == pytest.approx(mib / x60.dram_write_bytes_per_cycle)
+    assert memcpy == pytest.approx(2 * mib / x60.dram_bytes_per_cycle)
+    assert in_place == pytest.approx(2 * mib / x60.dram_rmw_bytes_per_cycle)
+    assert read == pytest.approx(mib / x60.dram_bytes_per_cycle)
+    assert memset < memcpy  # the published BPI-F3 figures: memset 10.2 GB/s, memcpy 7.0 GB/s of traffic
