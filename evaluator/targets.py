@@ -38,7 +38,10 @@ class CostData(BaseModel):
     approximate: bool = False  # True: not this core's own model
     l1d_ways: int  # associativity of the simulated L1D (LRU)
     l2_ways: int
-    l2_bytes_per_cycle: float  # L2 -> L1 fill (and write-back) bandwidth of one core
+    l2_bytes_per_cycle: float  # L2 -> L1 fills of one core, reading
+    l2_write_bytes_per_cycle: float | None = None  # L1 -> L2 write-backs of a stream that only writes
+    l2_mixed_bytes_per_cycle: float | None = None  # all L1 <-> L2 traffic of a stream that reads and writes
+    l2_rmw_bytes_per_cycle: float | None = None  # lines read and written back in place, both ways counted
     dram_gbps: float  # DRAM bandwidth one core sustains, GB/s (read streams, and streams that read and write)
     dram_write_gbps: float | None = None  # a stream that only writes (None: dram_gbps)
     dram_rmw_gbps: float | None = None  # lines read and written back in place, both ways counted (None: dram_gbps)

@@ -142,7 +142,7 @@ def memory_tables(out: Path) -> None:
     print("\n== read sweep (sum of N floats, RVV m4): bytes read per cycle by working set")
     print(
         f"   levels given: L1 {k1.geometry.l1_bytes // 1024} KiB, L2 {k1.geometry.l2_bytes // 1024} KiB "
-        f"at {k1.l2_bytes_per_cycle:.0f} B/cycle (assumed), DRAM {k1.dram_bytes_per_cycle:.2f} B/cycle"
+        f"at {k1.l2_bytes_per_cycle:.1f} B/cycle (read, fitted), DRAM {k1.dram_bytes_per_cycle:.2f} B/cycle"
     )
     print(f"   {'working set':>12}{'B/cycle':>9}{'GB/s@1.6':>10}{'bound':>9}{'L1-only model':>15}")
     for kib in (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 16384, 65536):

@@ -80,6 +80,20 @@ class ModeledTiming(BaseModel):
 
 
 @dataclass(frozen=True)
+class Bandwidth:
+    """One memory level's figures for one core, bytes per cycle (evaluator/targets/*.toml, [costmodel])."""
+
+    read: float  # a stream that reads
+    write: float  # a stream that only writes
+    mixed: float  # all that moves when a stream reads and writes (a copy)
+    in_place: float  # lines read and written back in place, both ways counted
+
+    @classmethod
+    def of(cls, read: float, write: float | None, mixed: float | None, in_place: float | None) -> Bandwidth:
+        return cls(read, write or read, mixed or read, in_place or read)
+
+
+@dataclass(frozen=True)
 class Machine:
     """How one cost-model name is priced: its target's data (evaluator/targets/*.toml, [costmodel])."""
 
@@ -91,8 +105,8 @@ class Machine:
     l2_bytes_per_cycle: float
     dram_bytes_per_cycle: float
     peak_flops_per_cycle: float
-    dram_write_bytes_per_cycle: float
-    dram_rmw_bytes_per_cycle: float
+    l2: Bandwidth
+    dram: Bandwidth
     scalar_scale: float = 1.0
     vector_scale: float = 1.0
     ooo_issue: int = 0  # > 0: an out-of-order core of this issue width (loops priced by throughput/recurrence)
@@ -123,8 +137,12 @@ def machines() -> dict[str, Machine]:
             c.l2_bytes_per_cycle,
             c.dram_gbps / t.clock_ghz,
             c.peak_flops_per_cycle,
-            (c.dram_write_gbps or c.dram_gbps) / t.clock_ghz,
-            (c.dram_rmw_gbps or c.dram_gbps) / t.clock_ghz,
+            Bandwidth.of(
+                c.l2_bytes_per_cycle, c.l2_write_bytes_per_cycle, c.l2_mixed_bytes_per_cycle, c.l2_rmw_bytes_per_cycle
+            ),
+            Bandwidth.of(
+                *(g / t.clock_ghz if g else None for g in (c.dram_gbps, c.dram_write_gbps, None, c.dram_rmw_gbps))
+            ),
             c.scalar_scale,
             c.vector_scale,
             t.issue if t.out_of_order else 0,
@@ -213,7 +231,7 @@ def model_kernel_breakdown(
     w = np.array(weights)
     core = np.array([c.cycles for c in costs])
     # Roofline per unit: the pipeline (L1 hits included) against the bandwidth of each level below it.
-    levels = np.stack([core, traffic[:, 1] / target.l2_bytes_per_cycle, dram_cycles(target, traffic)], axis=1)
+    levels = np.stack([core, l2_cycles(target, traffic), dram_cycles(target, traffic)], axis=1)
     levels = levels.reshape(len(units), 3)
     per_unit = levels.max(axis=1) if len(units) else np.zeros(0)
     which = levels.argmax(axis=1) if len(units) else np.zeros(0, dtype=np.int64)
@@ -248,17 +266,26 @@ def model_kernel_breakdown(
     )
 
 
-def dram_cycles(target: Machine, traffic: np.ndarray) -> np.ndarray:
-    """DRAM time of each unit (docs/COSTMODEL.md "DRAM"), from what it reads (load fills), writes (evictions)
-    and what its stores allocated without reading:
-    - a stream that only writes (reads under 5 % of its writes) runs at the write figure;
+def level_cycles(bandwidth: Bandwidth, moved: np.ndarray, written: np.ndarray, allocated: np.ndarray) -> np.ndarray:
+    """Time each unit's traffic with one memory level takes (docs/COSTMODEL.md "Memory levels"), from what
+    it moves (fills it read and lines it wrote back), what it wrote back, and the lines its stores
+    allocated without reading them:
+    - a unit that only writes (reads under 5 % of its writes) runs at the level's write figure;
     - lines read and written back in place (written, not allocated by a store) move at the in-place figure;
-    - everything else moves at the read figure (read streams; copies, whose destination is not read)."""
-    total, written, allocated = traffic[:, 2], traffic[:, 4], traffic[:, 5]
-    read = total - written
+    - the rest moves at the mixed figure, and its reads no faster than the read figure."""
+    read = moved - written
     in_place = np.clip(np.minimum(read, written - allocated), 0.0, None)
-    mixed = (total - 2 * in_place) / target.dram_bytes_per_cycle + 2 * in_place / target.dram_rmw_bytes_per_cycle
-    return np.where(read < 0.05 * written, written / target.dram_write_bytes_per_cycle, mixed)
+    rest = np.maximum((moved - 2 * in_place) / bandwidth.mixed, (read - in_place) / bandwidth.read)
+    mixed = rest + 2 * in_place / bandwidth.in_place
+    return np.where(read < 0.05 * written, written / bandwidth.write, mixed)
+
+
+def dram_cycles(target: Machine, traffic: np.ndarray) -> np.ndarray:
+    return level_cycles(target.dram, traffic[:, 2], traffic[:, 4], traffic[:, 5])
+
+
+def l2_cycles(target: Machine, traffic: np.ndarray) -> np.ndarray:
+    return level_cycles(target.l2, traffic[:, 1], traffic[:, 6], traffic[:, 7])
 
 
 def _target(mcpu: str) -> Machine:

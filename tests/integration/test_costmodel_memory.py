@@ -56,9 +56,13 @@ def test_a_working_set_in_dram_costs_what_dram_delivers(model: Model) -> None:
     big = model("saxpy", LMUL=4, N=1 << 20)  # 8 MiB: DRAM
     assert big.bound == "DRAM"
     assert big.cycles / (1 << 20) > 2.5 * small.cycles / 4096
-    peak = machines()["spacemit-x60"].dram_bytes_per_cycle
-    assert big.dram_bytes_per_cycle == pytest.approx(peak, rel=0.05)  # a pure stream runs at the DRAM figure
     assert big.dram_bytes >= 12 * (1 << 20)  # x and y read, y written back
+    # A copy moves its traffic at the DRAM figure (rvv-bench memcpy at 1 MiB on a BPI-F3: 6.9 GB/s moved);
+    # saxpy updates y in place, which the BPI-F3 does far slower (byteswap32 in place: 2.2 GB/s).
+    copy = model("stream", KERNEL=1, N=1 << 20)
+    dram = machines()["spacemit-x60"].dram
+    assert copy.dram_bytes_per_cycle == pytest.approx(dram.mixed, rel=0.05)
+    assert big.dram_bytes_per_cycle < copy.dram_bytes_per_cycle
 
 
 def test_a_short_vl_costs_its_lmul_as_on_the_x60(model: Model) -> None:
@@ -74,7 +78,9 @@ def test_blocked_sgemm_beats_unblocked_once_b_leaves_l2(model: Model) -> None:
     unblocked, blocked = model("gemm_block", BLOCKED=0), model("gemm_block", BLOCKED=1)
     assert unblocked.bound == "DRAM" and blocked.bound != "DRAM"
     assert unblocked.flops == blocked.flops
-    assert blocked.cycles < unblocked.cycles / 2
+    # B streams from L2 instead of DRAM; on the X60 an L2 read stream is only ~1.1x a DRAM one (rvv-bench
+    # utf8_count on a BPI-F3: 4.9 B/cycle at 188-526 KB, 4.5 at 1 MiB), so blocking gains little there.
+    assert blocked.cycles < unblocked.cycles
 
 
 def test_unit_stride_beats_strided(model: Model) -> None:
@@ -87,23 +93,30 @@ def test_a_working_set_in_l2_beats_one_in_dram(model: Model) -> None:
     in_l2 = model("stream", KERNEL=0, N=64 * 1024)  # 256 KiB
     in_dram = model("stream", KERNEL=0, N=1024 * 1024)  # 4 MiB
     assert in_l2.bound != "DRAM" and in_dram.bound == "DRAM"
-    assert in_dram.cycles / (1024 * 1024) > 2 * in_l2.cycles / (64 * 1024)
+    # each at its level's read figure (rvv-bench utf8_count on a BPI-F3: L2 4.9 B/cycle, DRAM 7.0 GB/s)
+    k1 = machines()["spacemit-x60"]
+    assert in_l2.bytes_accessed / in_l2.cycles == pytest.approx(k1.l2.read, rel=0.05)
+    assert in_dram.bytes_accessed / in_dram.cycles == pytest.approx(k1.dram.read, rel=0.05)
 
 
-def test_k1_and_k3_rank_recompute_and_materialize_differently(model: Model) -> None:
-    """3 MiB of arrays: DRAM on the K1, L2 on the X100, so the K1 expert recomputes and the K3 one stores."""
-    k1 = {m: model("recompute", "spacemit-x60", MATERIALIZE=m).cycles for m in (0, 1)}
-    k3 = {m: model("recompute", "spacemit-x100", MATERIALIZE=m).cycles for m in (0, 1)}
-    assert k1[0] < k1[1]
-    assert k3[1] < k3[0]
+def test_k1_and_k3_weigh_recompute_and_materialize_differently(model: Model) -> None:
+    """3 MiB of arrays: DRAM on the K1, L2 on the X100. Storing f(x) costs the K1 DRAM writes, which run at
+    10.1 GB/s without a read of the line (rvv-bench memset/memcpy on a BPI-F3), so it gains little there;
+    on the X100 the extra FMAs of recomputing are what costs and storing wins by far."""
+    k1 = {m: model("recompute", "spacemit-x60", MATERIALIZE=m) for m in (0, 1)}
+    k3 = {m: model("recompute", "spacemit-x100", MATERIALIZE=m) for m in (0, 1)}
+    assert k1[0].bound == k1[1].bound == "DRAM" and k3[1].bound != "DRAM"
+    assert k1[0].cycles / k1[1].cycles < 1.2
+    assert k3[0].cycles / k3[1].cycles > 1.4
 
 
 def test_the_out_of_order_x100_hides_latency_but_not_a_dependence_chain(model: Model) -> None:
-    """One sdot accumulator is latency-bound on the in-order X60 and not on the X100; a chain of dependent
-    FMAs (fma_peak ACC=1) is bound by its latency on both."""
+    """One sdot accumulator is latency-bound on the in-order X60 and less so on the X100, which still waits
+    for its accumulator; a chain of dependent FMAs (fma_peak ACC=1) is bound by its latency on both."""
     k1 = {a: model("sdot", "spacemit-x60", LMUL=1, ACC=a, N=4096).cycles for a in (1, 4)}
     k3 = {a: model("sdot", "spacemit-x100", LMUL=1, ACC=a, N=4096).cycles for a in (1, 4)}
     assert k1[1] > 1.15 * k1[4]
-    assert k3[1] == pytest.approx(k3[4], rel=0.03)
+    assert k3[1] < 0.75 * k1[1]  # the load latency is hidden out of order...
+    assert k3[1] > 1.15 * k3[4]  # ...the accumulator's chain (5 cycles per strip) is not
     chain = {m: model("fma_peak", m, ACC=1, ITERS=2000).cycles for m in ("spacemit-x60", "spacemit-x100")}
     assert chain["spacemit-x100"] == pytest.approx(chain["spacemit-x60"], rel=0.02)  # 5 cycles per FMA on both
