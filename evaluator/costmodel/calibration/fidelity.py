@@ -111,13 +111,21 @@ def check(binary: Path, target: str, n: int) -> None:
 
 
 class Results:
-    """Modeled cycles per (binary, n, target, model fingerprint), in one JSON file."""
+    """Modeled cycles per (binary, n, target, model fingerprint), in one JSON file shared by concurrent runs."""
 
     def __init__(self, cache: Path) -> None:
         self.path = cache / "results.json"
-        self.data: dict[str, dict] = json.loads(self.path.read_text()) if self.path.exists() else {}
+        self.data: dict[str, dict] = self._read()
+
+    def _read(self) -> dict[str, dict]:
+        try:
+            return json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
 
     def save(self) -> None:
+        """Merge into what is on disk (another run may have added entries) and replace the file atomically."""
+        self.data = {**self._read(), **self.data}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", dir=self.path.parent, delete=False) as f:
             json.dump(self.data, f, indent=0, sort_keys=True)
