@@ -51,8 +51,10 @@ def model_fingerprint() -> str:
 
 
 def default_cache() -> Path:
-    home = Path(os.environ.get("EOK_HOME", Path.home() / ".eok"))
-    return home / "cache" / "fidelity"
+    """$EOK_HOME/cache/fidelity (the project's settings decide the home, var/ by default)."""
+    from core.settings import get_settings
+
+    return get_settings().home / "cache" / "fidelity"
 
 
 def build(kernel: str, impl: str, cache: Path, source: Path | None = None) -> Path:
