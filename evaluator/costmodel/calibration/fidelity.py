@@ -16,6 +16,7 @@ import hashlib
 import json
 import math
 import os
+import secrets
 import statistics
 import subprocess
 import tempfile
@@ -89,7 +90,7 @@ def _compile(source: Path, deps: list[Path], defines: list[str], stem: Path) -> 
 
 def _clang(args: list[str], out: Path, source: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
+    tmp = out.with_name(f"{out.name}.{secrets.token_hex(6)}.tmp")  # threads and processes may build the same file
     try:
         done = subprocess.run([CLANG, *args, "-o", str(tmp)], capture_output=True, text=True, timeout=120)
     except FileNotFoundError:
