@@ -80,8 +80,10 @@ def kernel_groups(results: Path, commit: str, cores: dict, kernels: dict) -> lis
                     label: [row[c] for c in cols]
                     for label, row in zip(info["labels"][1:], info["data"][1:], strict=True)
                 }
-                if any(g["kernel"] == kernel and g["series"] == series for g in groups):
-                    continue  # an older page that still holds the current run's numbers: not a second run
+                if any(
+                    g["kernel"] == kernel and sorted(g["series"].values()) == sorted(series.values()) for g in groups
+                ):
+                    continue  # an older page with the current run's numbers (older labels maybe): not a second run
                 groups.append({
                     "core": core, "kernel": kernel, "title": info["title"],
                     "source": {"repository": RESULTS_REPO, "commit": rev, "file": path},

@@ -76,11 +76,11 @@ def split_of(core: str, kernel: str) -> str:
 
 
 def _impl_for(kernel: str, label: str, core: str) -> tuple[str | None, str | None]:
-    impls = catalog()["kernels"][kernel]["impls"]
-    spec = impls.get(label)
-    if spec is None or core not in spec.get("cores", [core]):
-        return None, None
-    return label, spec["kind"]
+    """Our implementation of a published series: its name, or the one whose `labels` name it for that core."""
+    for impl, spec in catalog()["kernels"][kernel]["impls"].items():
+        if spec.get("labels", {}).get(core, impl) == label and core in spec.get("cores", [core]):
+            return impl, spec["kind"]
+    return None, None
 
 
 @cache

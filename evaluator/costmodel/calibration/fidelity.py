@@ -16,6 +16,7 @@ import hashlib
 import json
 import math
 import os
+import secrets
 import statistics
 import subprocess
 import tempfile
@@ -51,29 +52,52 @@ def model_fingerprint() -> str:
 
 
 def default_cache() -> Path:
-    home = Path(os.environ.get("EOK_HOME", Path.home() / ".eok"))
-    return home / "cache" / "fidelity"
+    """$EOK_HOME/cache/fidelity (the project's settings decide the home, var/ by default)."""
+    from core.settings import get_settings
+
+    return get_settings().home / "cache" / "fidelity"
 
 
-def build(kernel: str, impl: str, cache: Path) -> Path:
-    """The driver + reference + candidate binary for (kernel, impl); rebuilt only when a source changes."""
-    sources = [HERE / "driver.c", task_dir(kernel) / "reference.c", candidate_path(kernel, impl)]
-    if not sources[2].exists():
-        raise EokError(f"no implementation {impl!r} of {kernel}: {sources[2]} is missing")
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources) + " ".join(CFLAGS).encode()).hexdigest()[:16]
-    out = cache / "bin" / f"{kernel}-{impl}-{digest}"
-    if out.exists():
-        return out
+def build(kernel: str, impl: str, cache: Path, source: Path | None = None) -> Path:
+    """The driver + reference + candidate binary for (kernel, impl); rebuilt only when a source changes.
+
+    `source` replaces the candidate file (a new implementation tried before it is added). The driver with the
+    kernel's reference is compiled once per kernel and linked with each candidate's object.
+    """
+    candidate = source or candidate_path(kernel, impl)
+    if not candidate.exists():
+        raise EokError(f"no implementation {impl!r} of {kernel}: {candidate} is missing")
+    reference = task_dir(kernel) / "reference.c"
+    defines = [f"-DRB_{kernel.upper()}", f'-DREFERENCE="{reference}"']
+    driver = _compile(HERE / "driver.c", [reference], defines, cache / "obj" / f"driver-{kernel}")
+    obj = _compile(candidate, [], defines, cache / "obj" / f"{kernel}-{impl}")
+    out = cache / "bin" / f"{kernel}-{impl}-{_digest([driver, obj])}"
+    if not out.exists():
+        _clang([*CFLAGS, str(driver), str(obj)], out, candidate)
+    return out
+
+
+def _digest(paths: list[Path], extra: str = "") -> str:
+    return hashlib.sha256(b"".join(p.read_bytes() for p in paths) + extra.encode()).hexdigest()[:16]
+
+
+def _compile(source: Path, deps: list[Path], defines: list[str], stem: Path) -> Path:
+    out = stem.with_name(f"{stem.name}-{_digest([source, *deps], ' '.join(CFLAGS + defines))}.o")
+    if not out.exists():
+        _clang([*CFLAGS, *defines, "-c", str(source)], out, source)
+    return out
+
+
+def _clang(args: list[str], out: Path, source: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
-    argv = [CLANG, *CFLAGS, f"-DRB_{kernel.upper()}", f'-DREFERENCE="{sources[1]}"', str(sources[0]), str(sources[2])]
+    tmp = out.with_name(f"{out.name}.{secrets.token_hex(6)}.tmp")  # threads and processes may build the same file
     try:
-        done = subprocess.run([*argv, "-o", f"{out}.tmp"], capture_output=True, text=True, timeout=120)
+        done = subprocess.run([CLANG, *args, "-o", str(tmp)], capture_output=True, text=True, timeout=120)
     except FileNotFoundError:
         raise Unavailable(f"{CLANG} not found", hint="apt-get install clang-22 lld-22") from None
     if done.returncode != 0:
-        raise EokError(f"{sources[2]} does not compile: {done.stderr.strip().splitlines()[0]}")
-    os.replace(f"{out}.tmp", out)
-    return out
+        raise EokError(f"{source} does not compile: {done.stderr.strip().splitlines()[0]}")
+    os.replace(tmp, out)
 
 
 def qemu_argv(binary: Path, target: str, n: int) -> list[str]:
@@ -90,13 +114,21 @@ def check(binary: Path, target: str, n: int) -> None:
 
 
 class Results:
-    """Modeled cycles per (binary, n, target, model fingerprint), in one JSON file."""
+    """Modeled cycles per (binary, n, target, model fingerprint), in one JSON file shared by concurrent runs."""
 
     def __init__(self, cache: Path) -> None:
         self.path = cache / "results.json"
-        self.data: dict[str, dict] = json.loads(self.path.read_text()) if self.path.exists() else {}
+        self.data: dict[str, dict] = self._read()
+
+    def _read(self) -> dict[str, dict]:
+        try:
+            return json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
 
     def save(self) -> None:
+        """Merge into what is on disk (another run may have added entries) and replace the file atomically."""
+        self.data = {**self._read(), **self.data}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", dir=self.path.parent, delete=False) as f:
             json.dump(self.data, f, indent=0, sort_keys=True)
@@ -114,7 +146,7 @@ def model_figure(fig: Figure, cache: Path | None = None, results: Results | None
 
     if fig.impl is None:
         raise EokError(f"{fig.key}: no implementation of this series in {task_dir(fig.kernel)}/candidates")
-    cache = cache or default_cache()
+    cache = (cache or default_cache()).resolve()
     results = results or Results(cache)
     binary = build(fig.kernel, fig.impl, cache)
     target = load_target(fig.target)

@@ -2,8 +2,8 @@
 #include <stdint.h>
 
 void rb_byteswap32(int n, uint32_t *ptr) {
+    #pragma clang loop vectorize(disable) interleave(disable) unroll(disable)
     for (int i = 0; i < n; i++) {
         ptr[i] = __builtin_bswap32(ptr[i]);
-        __asm__ volatile("" ::: "memory");
     }
 }

@@ -4,9 +4,9 @@
 
 size_t rb_utf8_count(int n, const uint8_t *str) {
     size_t count = 0;
+    #pragma clang loop vectorize(disable) interleave(disable) unroll(disable)
     for (int i = 0; i < n; i++) {
         count += (str[i] & 0xc0) != 0x80;
-        __asm__ volatile("" ::: "memory");
     }
     return count;
 }
