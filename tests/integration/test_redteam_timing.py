@@ -30,8 +30,8 @@ from tests.support.board import StandInBoard, stand_in_board
 
 pytestmark = pytest.mark.qemu
 
-NOISE = 1.5  # a forger "gains" if its speedup beats the honest kernel's by more than this factor
-SHARE = 0.6  # each forger takes this share of the honest kernel's time off its own
+NOISE = 2.0  # a forger "gains" if its time beats the honest kernel's by more than this factor
+SHARE = 0.9  # each forger takes this share of the honest kernel's time off its own: 10x if it works
 
 
 @pytest.fixture(scope="module")
@@ -103,6 +103,22 @@ __attribute__((noinline)) static void eok_forge(void) {{
     return honest_renamed(task) + forge + c_wrapper(task, "eok_forge();")
 
 
+def locked_page_writer(task: KernelTask) -> str:
+    """Finds the harness's locked page through its anchor (a .bss page that starts with a pointer to a
+    mapped page) and writes 0 over the overhead kept there."""
+    forge = """
+#include <stdint.h>
+extern char __data_start[], _end[];
+__attribute__((noinline)) static void eok_forge(void) {
+    for (uintptr_t a = ((uintptr_t)__data_start + 4095) & ~(uintptr_t)4095; a + 8 <= (uintptr_t)_end; a += 4096) {
+        uintptr_t w = *(volatile uintptr_t *)a;
+        if (w > (uintptr_t)_end + (1ull << 30) && !(w & 4095)) { ((volatile double *)w)[1] = 0.0; return; }
+    }
+}
+"""
+    return honest_renamed(task) + forge + c_wrapper(task, "eok_forge();")
+
+
 def _bits(x: float) -> str:
     return hex(struct.unpack("<Q", struct.pack("<d", x))[0])
 
@@ -142,11 +158,15 @@ def riscv_register_forger(task: KernelTask, d_ns: float) -> str:
 
 
 def gains(r: EvalResult, honest: EvalResult) -> bool:
-    """Whether a forger came out ahead: ok with no speedup (0 ns) or faster than honest beyond noise."""
+    """Whether a forger came out ahead: ok with no time (0 ns) or a time below the honest one beyond noise.
+
+    Its own time, not its speedup: a baseline run slowed by a load spike on the shared machine (4.1 ms
+    against 0.85 seen) would pass for a gain.
+    """
     if r.status != EvalStatus.OK:
         return False
-    assert honest.speedup
-    return r.speedup is None or r.speedup > honest.speedup * NOISE
+    assert honest.candidate_seconds
+    return not r.candidate_seconds or r.candidate_seconds < honest.candidate_seconds / NOISE
 
 
 # ------------------------------------------------------------------------------------------- native
@@ -178,7 +198,15 @@ def test_a_kernel_cannot_forge_its_native_time_with_a_store(
         "harness_statics": lambda: static_forger(task, d_ns),
     }[route]()
     r = evaluator.evaluate(task, load_target("host"), Candidate(code=code), "native")
-    assert not gains(r, honest), f"{task.name}/{route}: {r.status} {r.speedup} vs honest {honest.speedup}: {r.feedback}"
+    assert not gains(r, honest), f"{task.name}/{route}: {r.status}: {r.feedback} (honest: {honest.feedback})"
+
+
+@pytest.mark.parametrize("runner", ["native", "qemu"])
+def test_a_write_to_the_locked_page_is_a_sandbox_violation_that_names_it(evaluator: Evaluator, runner: str) -> None:
+    task = load_task("sdot")
+    target = load_target("host" if runner == "native" else "k1-x60")
+    r = evaluator.evaluate(task, target, Candidate(code=locked_page_writer(task)), runner)
+    assert r.status == EvalStatus.SANDBOX_VIOLATION and "timing page" in r.feedback, r.feedback
 
 
 # -------------------------------------------------------------------------- the board's harness (qemu)
@@ -224,4 +252,4 @@ def test_a_kernel_cannot_forge_its_board_time_through_callee_saved_registers(
     d_ns = round(SHARE * board_honest.candidate_seconds * 1e9) if route == "shorten" else 1e12
     code = riscv_register_forger(task, float(d_ns))
     r = evaluator.evaluate(task, load_target("k1-x60"), Candidate(code=code), board_runner(board))
-    assert not gains(r, board_honest), f"{route}: {r.status} {r.speedup} vs honest {board_honest.speedup}: {r.feedback}"
+    assert not gains(r, board_honest), f"{route}: {r.status}: {r.feedback} (honest: {board_honest.feedback})"
