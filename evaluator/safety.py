@@ -175,7 +175,7 @@ def check_directives(code: str, extra_headers: frozenset[str] = frozenset()) -> 
 
 # Control characters other than tab and newline (CR only as part of CRLF): clang's assembler ends a
 # statement at \r (and the text check must not split lines where clang does not).
-_CONTROL_IN_SOURCE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]|\r(?!\n)")
+_CONTROL_IN_SOURCE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # in an asm template, after escapes: also \n (split first)
 # What `##` could assemble into a token the check must see whole: `_Pra ## gma` is `_Pragma`.
 _PASTE_GUARDED = ("_Pragma", "__has_include", "__has_include_next", "__has_embed")
