@@ -29,7 +29,7 @@ from pydantic import BaseModel
 
 from core.errors import InvalidInput, Unavailable
 from evaluator import harness
-from evaluator.sandbox import Limits, RunOutput, run, take
+from evaluator.sandbox import Limits, RunOutput, clean_env, run, take
 from evaluator.targets import TargetProfile
 from evaluator.tasks import KernelTask
 
@@ -359,7 +359,7 @@ class Toolchain:
             (workdir / "eok_prototype.h").write_text(prelude)
             flags += ["-include", "eok_prototype.h"]
         argv = [CLANG, *COMMON_FLAGS, *flags, "-E", CANDIDATE_FILE]
-        res = run(argv, workdir, PREPROCESS_LIMITS)
+        res = run(argv, workdir, PREPROCESS_LIMITS, env=compile_env(workdir))
         if res.truncated or res.flooded:
             mb = PREPROCESS_LIMITS.output_bytes >> 20
             raise CompileFailed([_note(f"the preprocessed source is larger than {mb} MB")], res.stderr, "too_large")
@@ -397,7 +397,7 @@ class Toolchain:
         """Compile in the sandbox: `cwd` read-only, the object written to a scratch folder, then taken."""
         scratch = cwd / f"compile-{secrets.token_hex(4)}"
         argv = [CLANG, *COMMON_FLAGS, *flags, "-c", src, "-o", f"{scratch.name}/{out}"]
-        res = run(argv, cwd, limits, scratch=scratch)
+        res = run(argv, cwd, limits, env=compile_env(scratch), scratch=scratch)
         _raise_on_failure(res, "the compiler", limits, src)
         take(scratch, out, cwd / out)
 
@@ -411,6 +411,12 @@ class Toolchain:
             raise CompileFailed(parse_link_errors(res.stderr), res.stderr)
         _raise_on_failure(res, "the linker", LINK_LIMITS)
         take(scratch, out, cwd / out)
+
+
+def compile_env(scratch: Path) -> dict[str, str]:
+    """The step's minimal environment; LLVM's crash handler then prints no symbolized trace (it would start
+    llvm-symbolizer, a process the compile sandbox refuses)."""
+    return {**clean_env(scratch), "LLVM_DISABLE_SYMBOLIZATION": "1"}
 
 
 def _note(message: str) -> CompileDiagnostic:
