@@ -192,7 +192,7 @@ def _check_pragma_operators(lines: list[tuple[int, str]]) -> list[Violation]:
     `push_macro`) leaves no line in `clang -E` output, so the allow-list must see it before.
     """
     found: list[Violation] = []
-    pasting = any("##" in _without_literals(text) for _, text in lines)
+    pasting = any("##" in t or "%:%:" in t for t in (_without_literals(text) for _, text in lines))
     for lineno, text in lines:
         toks = _TOKEN_RE.findall(text)
         for k, tok in enumerate(toks):

@@ -432,7 +432,7 @@ def _stopped(res: RunOutput, limits: Limits) -> str | None:
     signal_number = res.signal or (res.returncode - 128 if (res.returncode or 0) > 128 else 0)
     if res.timed_out or signal_number == signal.SIGXCPU:
         return "timeout"
-    if signal_number == signal.SIGXFSZ or any(text in res.stderr for text in _OUT_OF_MEMORY):
+    if res.flooded or signal_number == signal.SIGXFSZ or any(text in res.stderr for text in _OUT_OF_MEMORY):
         return "too_large"
     if signal_number or any(text in res.stderr for text in _CRASH_TEXT):
         return "crash"  # a signal (SIGSYS too: the sandbox stopped it) or LLVM's crash report

@@ -97,6 +97,10 @@ PRAGMAS = {
         '#define CAT(a, b) a##b\nCAT(_Pra, gma)("GCC dependency \\"/x\\"")\n' + kernel(""),
         "could build `_Pragma`",
     ),
+    "pasted_by_digraph": (
+        '#define CAT(a, b) a %:%: b\nCAT(_Pra, gma)("GCC dependency \\"/x\\"")\n' + kernel(""),
+        "could build `_Pragma`",
+    ),
     "pasted_has_include": ("#define CAT(a, b) a##b\n#if CAT(__has, _include)(<x>)\n#endif\n" + kernel(""), "`__has"),
 }
 
