@@ -472,8 +472,8 @@ _STRING = re.compile(r'((?:u8|u|U|L)?)"(.*)"$', re.S)
 def _asm_template(tokens: list[tuple[int, str]], start: int) -> tuple[str, str | None]:
     """The decoded template of the asm statement whose string literals begin at `start`, and a problem."""
     template = ""
-    for _, t in tokens[start:]:
-        m = _STRING.match(t)
+    for k in range(start, len(tokens)):  # by index: a slice per asm statement would be quadratic
+        m = _STRING.match(tokens[k][1])
         if not m:
             break
         if m.group(1):
@@ -702,10 +702,10 @@ def _check_static_state(tokens: list[tuple[int, str]]) -> list[Violation]:
             depth -= 1
         elif depth > 0 and tok in ("static", "_Thread_local", "__thread", "thread_local", "extern"):
             decl = []
-            for _, t in tokens[i + 1 :]:
-                if t in (";", "=", "{"):
+            for k in range(i + 1, len(tokens)):  # by index: a slice per `static` would be quadratic
+                if tokens[k][1] in (";", "=", "{"):
                     break
-                decl.append(t)
+                decl.append(tokens[k][1])
             if tok == "extern":
                 if not (decl and "(" in decl):
                     found.append(Violation(ln, "extern objects are not allowed: a candidate only computes"))

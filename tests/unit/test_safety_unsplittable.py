@@ -8,6 +8,7 @@ literal, never assembled by token pasting.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -165,3 +166,12 @@ def test_llvm_options_that_hold_the_compiler_are_bounded(opt: str) -> None:
 
 def test_llvm_options_within_bounds_pass() -> None:
     assert check_cflags(["-mllvm", "-unroll-count=8"]) == (["-mllvm", "-unroll-count=8"], None)
+
+
+@pytest.mark.parametrize("unit", ['asm("nop"); ', "static const int k = 1; "])
+def test_the_check_stays_linear_on_a_hostile_source(unit: str) -> None:
+    # 240 KB of asm statements took the checker 48 s (a slice of every later token per statement).
+    pre = '# 1 "candidate.c"\nvoid saxpy(int n) { ' + unit * (240_000 // len(unit)) + " }\n"
+    start = time.process_time()
+    check_preprocessed(pre, "saxpy")
+    assert time.process_time() - start < 20
