@@ -110,7 +110,7 @@ def unsearched(obj: bytes) -> Counter[str]:
             if half & 3 == 2 and half >> 12 in (8, 9) and (half >> 7) & 31 and not (half >> 2) & 31 and half != 0x8082:
                 seen["c.jr/c.jalr"] += 1
             seen["c.ebreak"] += half == 0x9002
-            if word & 0x7F == 0x67 and not (word >> 7) & 31 and word != 0x00008067:
+            if word & 0x707F == 0x67 and not (word >> 7) & 31 and word != 0x00008067:  # jalr x0, not ret
                 seen["jalr x0 (not ret)"] += 1
             if word & 0x7F == 0x73 and (word >> 12) & 7 not in (0, 4) and word >> 20 not in safety._CSR_OK:
                 seen["csr access"] += 1
