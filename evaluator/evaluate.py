@@ -40,6 +40,7 @@ from evaluator.sandbox import OOM_MARKER, Limits, RunOutput, read_written
 from evaluator.targets import TargetProfile, load_target
 from evaluator.tasks import KernelTask
 from evaluator.toolchain import (
+    MAX_DATA_BYTES,
     Build,
     CompileDiagnostic,
     CompileFailed,
@@ -71,6 +72,9 @@ class EvalStatus(StrEnum):
     SANDBOX_VIOLATION = "sandbox_violation"  # touched a guard page or wrote a read-only input
     MEMORY = "memory"  # hit the memory limit
     GENERALIZATION_FAILED = "generalization_failed"  # wrong on held-out sizes and seeds (the agent's gate)
+    COMPILER_CRASH = "compiler_crash"  # the compiler or linker crashed on the candidate
+    COMPILE_TIMEOUT = "compile_timeout"  # compiling took longer than the candidate's compile time limit
+    TOO_LARGE = "too_large"  # past a size limit: compile memory, object file, loaded code and data
 
 
 class Candidate(BaseModel):
@@ -80,7 +84,8 @@ class Candidate(BaseModel):
 
     @property
     def code_hash(self) -> str:
-        return hashlib.sha256((self.code + "\0" + " ".join(self.cflags)).encode()).hexdigest()[:16]
+        text = self.code + "\0" + " ".join(self.cflags)
+        return hashlib.sha256(text.encode(errors="surrogatepass")).hexdigest()[:16]
 
 
 class EvalResult(BaseModel):
@@ -318,14 +323,15 @@ class Evaluator:
         flags, problem = check_cflags(cand.cflags)
         if problem:
             raise _Stop(_with(result, status=EvalStatus.REJECTED, feedback=f"rejected: {problem}"))
-        violations = safety.check_directives(cand.code, frozenset(target.extra_headers))
-        if not violations:
-            try:
-                prelude = harness.candidate_prelude(task)
-                pre = self.toolchain.preprocess(cand.code, target, run.build_kind, workdir, flags, prelude)
-            except CompileFailed as e:
+        if problem := _not_text(cand.code):
+            raise _Stop(_with(result, status=EvalStatus.REJECTED, feedback=f"rejected: the candidate source {problem}"))
+        try:
+            violations = self._static_check(task, target, cand, run, workdir, flags)
+        except CompileFailed as e:
+            if e.kind == "error":
                 raise _Stop(_compile_error(result, e, cand.code)) from None
-            violations = safety.check_preprocessed(pre, task.function_name, frozenset(target.extra_headers))
+            status = EvalStatus.TOO_LARGE if e.kind == "too_large" else EvalStatus.REJECTED
+            raise _Stop(_with(result, status=status, feedback=f"{status.value}: {e.diagnostics[0].message}")) from None
         result.stages_s["static_check"] = time.monotonic() - t
         if violations:
             more = f" (+{len(violations) - 3} more)" if len(violations) > 3 else ""
@@ -338,11 +344,33 @@ class Evaluator:
             raise _Stop(_compile_error(result, e, cand.code)) from None
         result.stages_s["compile"] = time.monotonic() - t
         # The machine code itself: what the text check could not see (nothing of it has run yet).
-        violations = safety.check_object((workdir / "candidate.o").read_bytes(), task.function_name)
+        obj = (workdir / "candidate.o").read_bytes()
+        if problem := safety.object_too_large(obj, MAX_DATA_BYTES):
+            raise _Stop(_with(result, status=EvalStatus.TOO_LARGE, feedback=f"too_large: {problem}"))
+        violations = safety.check_object(obj, task.function_name)
         if violations:
             text = "; ".join(str(v) for v in violations[:3])
             raise _Stop(_with(result, status=EvalStatus.REJECTED, feedback=f"rejected: {text}"))
         return build
+
+    def _static_check(
+        self, task: KernelTask, target: TargetProfile, cand: Candidate, run: Runner, workdir: Path, flags: list[str]
+    ) -> list[safety.Violation]:
+        """The source and its preprocessed text against the allow-lists. Whatever a candidate does to the
+        checking steps (crash the preprocessor, outlast its time limit, trip a bug in the checker) is a
+        problem of the candidate: CompileFailed of kind crash or timeout, or a violation saying so."""
+        extra = frozenset(target.extra_headers)
+        try:
+            violations = safety.check_directives(cand.code, extra)
+            if violations:
+                return violations
+            prelude = harness.candidate_prelude(task)
+            pre = self.toolchain.preprocess(cand.code, target, run.build_kind, workdir, flags, prelude)
+            return safety.check_preprocessed(pre, task.function_name, extra, asm=target.is_riscv)
+        except CompileFailed:
+            raise
+        except (ValueError, IndexError, KeyError, RecursionError, UnicodeError) as e:
+            return [safety.Violation(0, f"the static check could not read this source ({type(e).__name__}: {e})")]
 
     def _check(
         self,
@@ -553,11 +581,11 @@ class Evaluator:
                 if base.get("comp_cycles"):
                     base["comp_cycles"] = self._model(task, run, build, target, session.timed, "comp")["cycles"]
             cand = self._model(task, run, build, target, session.timed, "cand")
-        except _region_mismatch() as e:
-            raise _Stop(_with(result, status=EvalStatus.INVALID_OUTPUT, feedback=f"invalid output: {e}")) from None
-        except EokError as e:
-            result.feedback = f"correct; modeled timing failed: {e.message}"
-            return
+        except _candidate_fault() as e:  # the candidate's run went wrong: never an `ok` without timing
+            feedback = f"invalid output: the modeled run failed: {e.message}"[:600]
+            raise _Stop(_with(result, status=EvalStatus.INVALID_OUTPUT, feedback=feedback)) from None
+        except EokError as e:  # the cost model or its tools failed: ours to fix, not the candidate's result
+            raise EokError(f"modeled timing of {task.name} failed: {e.message}", e.hint) from None
         out = RunOutput(argv=[], returncode=0, stdout="", stderr="", wall_s=0.0)
         self._judge(task, target, run, build, session.timed, out, "the timed run", result, session, cand["stream"])
         clock = target.clock_ghz * 1e9
@@ -762,10 +790,19 @@ def _beyond_ceiling(task: KernelTask, target: TargetProfile, seconds: float | No
     return None
 
 
-def _region_mismatch() -> type[EokError]:
-    from evaluator.costmodel.trace import RegionMismatch  # the cost model loads only where it is used
+def _candidate_fault() -> type[EokError]:
+    from evaluator.costmodel.trace import CandidateFault  # the cost model loads only where it is used
 
-    return RegionMismatch
+    return CandidateFault
+
+
+def _not_text(code: str) -> str | None:
+    """Why a candidate's source is not text clang and the check can read (None: it is)."""
+    try:
+        code.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return f"is not UTF-8 text (character {e.start}: {code[e.start]!a}): save it as UTF-8"
+    return None
 
 
 def _with(result: EvalResult, **changes: Any) -> EvalResult:
@@ -791,7 +828,17 @@ def _fmt(value: Any) -> str:
     return "?" if v is None else f"{v:.6g}"
 
 
+_COMPILE_STATUS = {
+    "crash": EvalStatus.COMPILER_CRASH,
+    "timeout": EvalStatus.COMPILE_TIMEOUT,
+    "too_large": EvalStatus.TOO_LARGE,
+}
+
+
 def _compile_error(result: EvalResult, e: CompileFailed, code: str) -> EvalResult:
+    if e.kind in _COMPILE_STATUS:
+        status = _COMPILE_STATUS[e.kind]
+        return _with(result, status=status, feedback=f"{status.value}: {e.diagnostics[0].message}")
     lines = code.splitlines()
     parts = []
     for d in e.diagnostics[:3]:

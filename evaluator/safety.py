@@ -25,8 +25,11 @@ and is judged by the trusted side (docs/EVALUATION.md, "Threat model").
 
 from __future__ import annotations
 
+import ast
+import operator
 import re
 import struct
+import unicodedata
 from dataclasses import dataclass
 
 ALLOWED_HEADERS = frozenset(
@@ -62,6 +65,7 @@ ALLOWED_FUNCTIONS = frozenset(
     # no qsort/bsearch: a comparator is a function pointer that libc calls, out of the object check's sight
     | {"aligned_alloc", "posix_memalign", "abs", "labs", "llabs", "div", "ldiv", "lldiv"}
     | {"__assert_fail"}
+    | {"sincos", "sincosf", "sincosl"}  # what clang makes of sin(x) and cos(x) together on x86-64
 )
 _BUILTIN_EXTRA = """
 expect expect_with_probability assume_aligned assume prefetch unreachable offsetof constant_p
@@ -87,7 +91,7 @@ ALLOWED_ATTRIBUTES = frozenset(
 _PRAGMA_OK = re.compile(
     r"^(clang\s+loop\b|clang\s+fp\b|clang\s+diagnostic\b|GCC\s+diagnostic\b|GCC\s+unroll\b|GCC\s+ivdep\b|"
     r"unroll\b|nounroll\b|unroll_and_jam\b|nounroll_and_jam\b|STDC\s+\w+|pack\b|float_control\b|fp_contract\b|"
-    r"clang\s+optimize\b|message\b|once$|loop\b|vectorize\b)"
+    r"clang\s+optimize\b|GCC\s+optimize\b|message\b|once$|loop\b|vectorize\b)"
 )
 _DIRECTIVES = {"include", "define", "undef", "if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else"}
 _DIRECTIVES |= {"endif", "pragma", "error", "warning", ""}
@@ -106,7 +110,7 @@ _KEYWORDS = frozenset(
 _ASM_KEYWORDS = {"asm", "__asm", "__asm__"}
 # Vector (v*), SpacemiT IME (smt.*) and nop only: no ecall, no CSR access, no labels, no directives.
 _ASM_MNEMONIC = re.compile(r"^(v[a-z0-9.]*|smt\.[a-z0-9.]+|nop)$")
-_ASM_OPERANDS = re.compile(r"^[\w%\[\]().,+\-\s]*$")
+_ASM_OPERANDS = re.compile(r"^[\w%\[\]().,+\- ]*$", re.ASCII)
 
 _TOKEN_RE = re.compile(
     r'(?:u8|u|U|L)?"(?:\\.|[^"\\\n])*"|(?:u8|u|U|L)?\'(?:\\.|[^\'\\\n])*\'|[A-Za-z_]\w*|\d[\w.]*|->|\+\+|--|'
@@ -136,7 +140,12 @@ def check_directives(code: str, extra_headers: frozenset[str] = frozenset()) -> 
     allowed = ALLOWED_HEADERS | extra_headers
     if re.search(r"\?\?[=/'()!<>\-]", code):
         found.append(Violation(_line_of(code, code.find("??")), "trigraphs are not allowed"))
-    for lineno, line in logical_lines(code):
+    if m := _CONTROL_IN_SOURCE.search(code):
+        found.append(Violation(_line_of(code, m.start()), f"{_char_name(m.group(0))} in the source: only tab and "
+                               "newline are allowed (an assembler takes \\r, \\v, \\f as line ends)"))  # fmt: skip
+    lines = logical_lines(code)
+    found += _check_pragma_operators(lines)
+    for lineno, line in lines:
         text = line.strip()
         if re.search(r"(?<![\w\"'])(u8|u|U|L)?R\"", text):
             found.append(Violation(lineno, "raw string literals are not allowed"))
@@ -157,8 +166,45 @@ def check_directives(code: str, extra_headers: frozenset[str] = frozenset()) -> 
                         f"#include {directive[7:].strip()} is not allowed (allowed: {', '.join(sorted(allowed))})",
                     )
                 )
+        elif name == "pragma":  # checked here: some pragmas act inside the preprocessor and never reach its output
+            found += _check_pragmas([(lineno, "#" + directive)])
         elif name not in _DIRECTIVES:
             found.append(Violation(lineno, f"#{name} is not allowed" if name else "this directive is not allowed"))
+    return found
+
+
+# Control characters other than tab and newline (CR only as part of CRLF): clang's assembler ends a
+# statement at \r (and the text check must not split lines where clang does not).
+_CONTROL_IN_SOURCE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # in an asm template, after escapes: also \n (split first)
+# What `##` could assemble into a token the check must see whole: `_Pra ## gma` is `_Pragma`.
+_PASTE_GUARDED = ("_Pragma", "__has_include", "__has_include_next", "__has_embed")
+
+
+def _char_name(c: str) -> str:
+    return f"control character U+{ord(c):04X}"
+
+
+def _check_pragma_operators(lines: list[tuple[int, str]]) -> list[Violation]:
+    """`_Pragma` only as `_Pragma("allowed pragma")` in the source itself, never built by token pasting.
+
+    A pragma the preprocessor acts on (`GCC dependency` tells whether a file exists, `GCC poison`,
+    `push_macro`) leaves no line in `clang -E` output, so the allow-list must see it before.
+    """
+    found: list[Violation] = []
+    pasting = any("##" in t or "%:%:" in t for t in (_without_literals(text) for _, text in lines))
+    for lineno, text in lines:
+        toks = _TOKEN_RE.findall(text)
+        for k, tok in enumerate(toks):
+            if tok == "_Pragma":
+                arg = toks[k + 1 : k + 4]
+                if len(arg) < 3 or arg[0] != "(" or not re.match(r'L?"', arg[1]) or arg[2] != ")":
+                    found.append(Violation(lineno, '_Pragma takes one string literal here: _Pragma("...")'))
+                    continue
+                body = arg[1].removeprefix("L")[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+                found += _check_pragmas([(lineno, "#pragma " + body)])
+            elif pasting and (word := next((w for w in _PASTE_GUARDED if w.startswith(tok) and w != tok), "")):
+                found.append(Violation(lineno, f"`{tok}` with token pasting (##) in the file could build `{word}`"))
     return found
 
 
@@ -212,23 +258,31 @@ def _strip_comments(code: str) -> str:
 
 
 def check_preprocessed(
-    pre: str, kernel: str, extra_headers: frozenset[str] = frozenset(), main_file: str = "candidate.c"
+    pre: str,
+    kernel: str,
+    extra_headers: frozenset[str] = frozenset(),
+    main_file: str = "candidate.c",
+    *,
+    asm: bool = True,
 ) -> list[Violation]:
-    """Checks on `clang -E` output, restricted to lines that come from the candidate file itself."""
+    """Checks on `clang -E` output, restricted to lines that come from the candidate file itself.
+
+    `asm=False` (the host target) refuses inline asm altogether.
+    """
     lines, found = _own_lines(pre, main_file, ALLOWED_HEADERS | extra_headers)
-    tokens = [(ln, tok) for ln, text in lines for tok in _TOKEN_RE.findall(text)]
     pragmas = [(ln, text.strip()) for ln, text in lines if text.lstrip().startswith("#")]
     code = [(ln, tok) for ln, text in lines if not text.lstrip().startswith("#") for tok in _TOKEN_RE.findall(text)]
     found += _check_pragmas(pragmas)
+    found += _check_raw_strings(lines)
     found += _check_spellings(code)
-    found += _check_asm(code)
+    found += _check_asm(code, allowed=asm)
     found += _check_attributes(code)
+    found += _check_vector_sizes(code)
     found += _check_function_pointers(code)
     defined, top = _check_top_level(code, kernel)
     found += top
     found += _check_calls(_outside_attributes(code), defined | {kernel})
     found += _check_static_state(code)
-    del tokens
     # one message per line and rule is plenty for the feedback
     seen: set[tuple[int, str]] = set()
     unique = []
@@ -244,7 +298,7 @@ def _own_lines(pre: str, main_file: str, allowed: frozenset[str]) -> tuple[list[
     result: list[tuple[int, str]] = []
     found: list[Violation] = []
     current, lineno, last_own = "", 0, 0
-    for text in pre.splitlines():
+    for text in pre.split("\n"):  # not splitlines(): clang ends lines at \n only (\r, \v, \f, U+2028 are not)
         m = _LINE_MARKER.match(text)
         if m:
             name, flags = m.group(2), m.group(3).split()
@@ -277,6 +331,90 @@ def _check_pragmas(pragmas: list[tuple[int, str]]) -> list[Violation]:
     return found
 
 
+def _check_raw_strings(lines: list[tuple[int, str]]) -> list[Violation]:
+    """Raw string literals made by macro expansion (`R ## "(...)"`): the tokenizer here reads them as
+    ordinary strings, so they are refused wherever they come from."""
+    found = []
+    for ln, text in lines:
+        for m in _TOKEN_RE.finditer(text):
+            if m.group(0) in ("R", "LR", "uR", "UR", "u8R") and text[m.end() : m.end() + 1] == '"':
+                found.append(Violation(ln, "raw string literals are not allowed"))
+    return found
+
+
+# Generic vectors of this many bytes or elements and more take clang tens of seconds (vector_size(1 << 18):
+# 36 s); RVV registers hold 32 bytes at VLEN 256, so honest code stays far below.
+MAX_VECTOR_BYTES = 1024
+MAX_VECTOR_ELEMENTS = 256
+_SIZEOF = {"char": 1, "short": 2, "int": 4, "long": 8, "float": 4, "double": 8, "_Float16": 2, "__fp16": 2,
+           "int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "uint32_t": 4, "int64_t": 8,
+           "uint64_t": 8, "size_t": 8}  # fmt: skip
+
+
+def _check_vector_sizes(tokens: list[tuple[int, str]]) -> list[Violation]:
+    """`vector_size(N)` at most MAX_VECTOR_BYTES, `ext_vector_type(N)` at most MAX_VECTOR_ELEMENTS, where N
+    is a constant written with numbers and sizeof(type) (anything else is bounded by the compile limits)."""
+    found = []
+    for i, (ln, tok) in enumerate(tokens):
+        limit = {"vector_size": MAX_VECTOR_BYTES, "ext_vector_type": MAX_VECTOR_ELEMENTS}.get(tok.strip("_"))
+        if limit is None or i + 1 >= len(tokens) or tokens[i + 1][1] != "(":
+            continue
+        depth, k, arg = 0, i + 1, []
+        while k < len(tokens):
+            depth += {"(": 1, ")": -1}.get(tokens[k][1], 0)
+            if depth == 0:
+                break
+            arg.append(tokens[k][1])
+            k += 1
+        value = _constant(arg[1:])
+        if value is not None and value > limit:
+            found.append(Violation(ln, f"{tok}({value}) is larger than {limit} (compiling it takes minutes)"))
+    return found
+
+
+def _constant(toks: list[str]) -> int | None:
+    """The value of an integer constant expression of literals, + - * << and sizeof(type), else None."""
+    text = []
+    k = 0
+    while k < len(toks):
+        t = toks[k]
+        if t == "sizeof" and toks[k + 1 : k + 2] == ["("] and toks[k + 3 : k + 4] == [")"] and toks[k + 2] in _SIZEOF:
+            text.append(str(_SIZEOF[toks[k + 2]]))
+            k += 4
+            continue
+        if m := re.fullmatch(r"(0[xX][0-9A-Fa-f]+|0[0-7]*|[1-9]\d*)[uUlL]*", t):
+            digits = m.group(1)
+            text.append(str(int(digits, 16 if digits[:2].lower() == "0x" else 8 if digits[0] == "0" else 10)))
+        elif t in ("+", "-", "*", "<<", "(", ")"):
+            text.append(t)
+        else:
+            return None
+        k += 1
+    try:
+        return _bounded(ast.parse(" ".join(text), mode="eval").body)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+
+
+def _bounded(node: ast.expr) -> int:
+    """Evaluate +, -, * and << on integers; values beyond 2**40 stop it (they are far over any limit)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        value = node.value
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = -_bounded(node.operand) if isinstance(node.op, ast.USub) else _bounded(node.operand)
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.LShift)):
+        a, b = _bounded(node.left), _bounded(node.right)
+        if isinstance(node.op, ast.LShift) and not 0 <= b < 64:
+            raise ValueError("shift out of range")
+        ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.LShift: operator.lshift}
+        value = ops[type(node.op)](a, b)
+    else:
+        raise ValueError("not a constant")
+    if abs(value) > 1 << 40:
+        return 1 << 40
+    return value
+
+
 def _check_spellings(tokens: list[tuple[int, str]]) -> list[Violation]:
     """Digraphs, universal character names, `[[attributes]]` and forbidden names, after expansion."""
     found = []
@@ -296,41 +434,62 @@ def _check_spellings(tokens: list[tuple[int, str]]) -> list[Violation]:
     return found
 
 
+_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "v": "\v", "f": "\f", "a": "\a", "b": "\b", "e": "\x1b",
+                   "E": "\x1b", "\\": "\\", "'": "'", '"': '"', "?": "?"}  # fmt: skip
+# \x{...}, \o{...}, \u{...} (delimited, a clang extension in C), \N{NAME}, \uXXXX, \UXXXXXXXX, \x.., octal
+_ESCAPE = re.compile(r"\\(?:([xou])\{([^}]*)\}|N\{([^}]*)\}|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|x([0-9A-Fa-f]+)|"
+                     r"([0-7]{1,3})|(.))", re.S)  # fmt: skip
+UNDECODABLE = "\ufffd"  # what an escape clang would refuse or read otherwise stands for: never allowed in asm
+
+
 def _decode_c_string(body: str) -> str:
-    """The bytes a C string literal body stands for (\\n, octal, hex, ... escapes decoded)."""
-    out: list[str] = []
-    i = 0
-    simple = {"n": "\n", "t": "\t", "r": "\r", "v": "\v", "f": "\f", "a": "\a", "b": "\b", "e": "\x1b"}
-    while i < len(body):
-        c = body[i]
-        if c != "\\" or i + 1 >= len(body):
-            out.append(c)
-            i += 1
-            continue
-        nxt = body[i + 1]
-        if nxt in "01234567":
-            m = re.match(r"[0-7]{1,3}", body[i + 1 :])
-            out.append(chr(int(m.group(0), 8) & 0xFF))  # type: ignore[union-attr]
-            i += 1 + len(m.group(0))  # type: ignore[union-attr]
-        elif nxt == "x":
-            m = re.match(r"[0-9A-Fa-f]+", body[i + 2 :])
-            out.append(chr(int(m.group(0), 16) & 0xFF) if m else "x")
-            i += 2 + (len(m.group(0)) if m else 0)
-        elif nxt in "uU":
-            width = 4 if nxt == "u" else 8
-            out.append(chr(int(body[i + 2 : i + 2 + width] or "0", 16) % 0x110000))
-            i += 2 + width
-        else:
-            out.append(simple.get(nxt, nxt))
-            i += 2
-    return "".join(out)
+    """The characters a C string literal body stands for, every escape form clang accepts decoded; an escape
+    that cannot be decoded becomes U+FFFD (so a check that wants ASCII refuses it)."""
+
+    def one(m: re.Match[str]) -> str:
+        kind, delimited, name, u4, u8, hexa, octal, other = m.groups()
+        try:
+            if kind:
+                return chr(int(delimited, {"x": 16, "o": 8, "u": 16}[kind]))
+            if name is not None:
+                return unicodedata.lookup(name)
+            if u4 or u8:
+                return chr(int(u4 or u8, 16))
+            if hexa:
+                return chr(int(hexa, 16))
+            if octal:
+                return chr(int(octal, 8))
+        except (ValueError, KeyError, OverflowError):
+            return UNDECODABLE
+        return _SIMPLE_ESCAPES.get(other, UNDECODABLE)
+
+    return _ESCAPE.sub(one, body)
 
 
-def _check_asm(tokens: list[tuple[int, str]]) -> list[Violation]:
-    """Inline asm may hold vector or IME instructions only (escapes decoded first)."""
+_STRING = re.compile(r'((?:u8|u|U|L)?)"(.*)"$', re.S)
+
+
+def _asm_template(tokens: list[tuple[int, str]], start: int) -> tuple[str, str | None]:
+    """The decoded template of the asm statement whose string literals begin at `start`, and a problem."""
+    template = ""
+    for k in range(start, len(tokens)):  # by index: a slice per asm statement would be quadratic
+        m = _STRING.match(tokens[k][1])
+        if not m:
+            break
+        if m.group(1):
+            return template, f'asm template with a {m.group(1)}"..." string: plain string literals only'
+        template += _decode_c_string(m.group(2))
+    return template, None
+
+
+def _check_asm(tokens: list[tuple[int, str]], allowed: bool = True) -> list[Violation]:
+    """Inline asm may hold vector or IME instructions only (escapes decoded first), and none on the host."""
     found = []
     for i, (ln, tok) in enumerate(tokens):
         if tok not in _ASM_KEYWORDS:
+            continue
+        if not allowed:
+            found.append(Violation(ln, "inline asm is not allowed on the host target (write C or intrinsics)"))
             continue
         j = i + 1
         while j < len(tokens) and tokens[j][1] in ("volatile", "__volatile__", "__volatile", "goto", "inline"):
@@ -338,25 +497,34 @@ def _check_asm(tokens: list[tuple[int, str]]) -> list[Violation]:
         if j >= len(tokens) or tokens[j][1] != "(":
             found.append(Violation(ln, "asm used outside an asm(...) statement"))
             continue
-        template = ""
-        for _, t in tokens[j + 1 :]:
-            if t.startswith('"'):
-                template += _decode_c_string(t[1:-1])
-            else:
-                break
+        template, problem = _asm_template(tokens, j + 1)
+        if problem:
+            found.append(Violation(ln, problem))
         if not template.strip():
             found.append(Violation(ln, "asm without a literal instruction string (register variables not allowed)"))
-        for insn in re.split(r"[\n;]", template):
-            insn = insn.replace("\t", " ").strip()
-            if not insn:
-                continue
-            mnemonic = insn.split()[0].lower()
-            if ":" in insn or "#" in insn:
-                found.append(Violation(ln, f"asm `{insn[:30]}`: labels and comments are not allowed"))
-            elif not _ASM_MNEMONIC.match(mnemonic):
-                found.append(Violation(ln, f"asm instruction `{mnemonic}` is not a vector/matrix instruction"))
-            elif not _ASM_OPERANDS.match(insn[len(mnemonic) :]) or not insn.isascii():
-                found.append(Violation(ln, f"asm operands of `{mnemonic}` hold characters that are not allowed"))
+        found += _check_asm_template(ln, template)
+    return found
+
+
+def _check_asm_template(ln: int, template: str) -> list[Violation]:
+    """Statements split where the assembler splits them (newline, `;`); any other control character or
+    non-ASCII byte is refused, so no statement can hide inside another."""
+    for c in template:
+        if (_CONTROL.match(c) and c != "\n") or not c.isascii():
+            what = _char_name(c) if c.isascii() else f"non-ASCII character U+{ord(c):04X}"
+            return [Violation(ln, f"asm template holds {what}: only instructions, spaces, tabs and newlines")]
+    found = []
+    for insn in re.split(r"[\n;]", template):
+        insn = insn.replace("\t", " ").strip()
+        if not insn:
+            continue
+        mnemonic = insn.split()[0].lower()
+        if ":" in insn or "#" in insn:
+            found.append(Violation(ln, f"asm `{insn[:30]}`: labels and comments are not allowed"))
+        elif not _ASM_MNEMONIC.match(mnemonic):
+            found.append(Violation(ln, f"asm instruction `{mnemonic}` is not a vector/matrix instruction"))
+        elif not _ASM_OPERANDS.match(insn[len(mnemonic) :]):
+            found.append(Violation(ln, f"asm operands of `{mnemonic}` hold characters that are not allowed"))
     return found
 
 
@@ -534,10 +702,10 @@ def _check_static_state(tokens: list[tuple[int, str]]) -> list[Violation]:
             depth -= 1
         elif depth > 0 and tok in ("static", "_Thread_local", "__thread", "thread_local", "extern"):
             decl = []
-            for _, t in tokens[i + 1 :]:
-                if t in (";", "=", "{"):
+            for k in range(i + 1, len(tokens)):  # by index: a slice per `static` would be quadratic
+                if tokens[k][1] in (";", "=", "{"):
                     break
-                decl.append(t)
+                decl.append(tokens[k][1])
             if tok == "extern":
                 if not (decl and "(" in decl):
                     found.append(Violation(ln, "extern objects are not allowed: a candidate only computes"))
@@ -558,8 +726,7 @@ _ECALL_WORDS = {0x00000073: "ecall", 0x00100073: "ebreak"}
 _C_EBREAK = 0x9002
 # CSRs honest vector/FP code touches: fflags, frm, fcsr, vstart, vxsat, vxrm, vcsr, vl, vtype, vlenb.
 _CSR_OK = {0x001, 0x002, 0x003, 0x008, 0x009, 0x00A, 0x00F, 0xC20, 0xC21, 0xC22}
-_CSR_NAMES = {0xC00: "cycle", 0xC01: "time", 0xC02: "instret"}
-SHF_WRITE, SHF_EXECINSTR, SHT_SYMTAB, SHT_NOBITS, EM_RISCV = 0x1, 0x4, 2, 8, 243
+SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR, SHT_SYMTAB, SHT_NOBITS, EM_RISCV = 0x1, 0x2, 0x4, 2, 8, 243
 
 
 def check_object(data: bytes, kernel: str) -> list[Violation]:
@@ -571,16 +738,29 @@ def check_object(data: bytes, kernel: str) -> list[Violation]:
         riscv = struct.unpack_from("<H", data, 0x12)[0] == EM_RISCV  # host objects: sections and symbols only
         if not riscv:
             return found
-        taken, call_sites = check_code_addresses(data, sections)
+        taken, call_sites, jumps = check_code_addresses(data, sections)
         found += taken
         for index, sec in enumerate(sections):
             if sec["flags"] & SHF_EXECINSTR and sec["type"] != SHT_NOBITS:
                 code = data[sec["offset"] : sec["offset"] + sec["size"]]
                 found += _check_code(sec["name"], code)
                 found += check_indirect_jumps(sec["name"], code, call_sites.get(index, set()))
+                found += check_jump_targets(sec["name"], code, jumps.get(index, {}))
         return found
     except (struct.error, IndexError, ValueError, KeyError) as exc:
         return [Violation(0, f"object file could not be checked: {exc}")]
+
+
+def object_too_large(data: bytes, limit: int) -> str | None:
+    """Why the object asks for more loaded code and data than `limit` bytes (None: it does not)."""
+    try:
+        sections = _elf_sections(data)
+    except (struct.error, IndexError, ValueError) as exc:
+        return f"object file could not be read: {exc}"
+    loaded = sum(sec["size"] for sec in sections if sec["flags"] & SHF_ALLOC)
+    if loaded > limit:
+        return f"the object's code and data take {loaded >> 20} MB, more than the {limit >> 20} MB limit"
+    return None
 
 
 def _elf_sections(data: bytes) -> list[dict]:
@@ -662,16 +842,42 @@ def _check_code(section: str, code: bytes) -> list[Violation]:
                 pass
             else:
                 what = _ECALL_WORDS.get(word) or (
-                    f"access to CSR {_CSR_NAMES.get(csr, hex(csr))}" if funct3 not in (0, 4) else "a system instruction"
+                    f"access to CSR {_csr_name(csr)}" if funct3 not in (0, 4) else "a system instruction"
                 )
                 found.append(Violation(0, f"{what} in {section} at offset {i:#x}"))
         i += 4
-    for j in range(0, len(code) - 3, 2):  # what a jump into the middle of an instruction would find
+    found += _hidden_in(section, code)
+    unique = list(dict.fromkeys(found))
+    return unique[:10]
+
+
+def _hidden_in(section: str, code: bytes) -> list[Violation]:
+    """What a jump into the middle of an instruction would find, at every 2-byte offset: ecall, ebreak and
+    counter reads. Not jalr: a `jalr x0` other than ret sits inside other instructions of 190 of 877
+    honest RISC-V objects (c.jr in 7; scripts/honest_checks.py --measure); check_jump_targets keeps every
+    jump on instruction starts instead, so only a corrupted return address could reach them."""
+    found = []
+    for j in range(0, len(code) - 3, 2):
         word = int.from_bytes(code[j : j + 4], "little")
         if word in _ECALL_WORDS:
             found.append(Violation(0, f"{_ECALL_WORDS[word]} hidden in {section} at offset {j:#x}"))
-    unique = list(dict.fromkeys(found))
-    return unique[:10]
+        elif word & 0x7F == 0x73 and (word >> 12) & 7 not in (0, 4) and _is_counter(word >> 20):
+            found.append(Violation(0, f"a read of CSR {_csr_name(word >> 20)} in {section} at offset {j:#x}"))
+    return found
+
+
+def _is_counter(csr: int) -> bool:
+    """cycle, time, instret, hpmcounter3..31 and their RV32 high halves (user, machine)."""
+    return any(base <= csr < base + 32 for base in (0xC00, 0xC80, 0xB00, 0xB80))
+
+
+def _csr_name(csr: int) -> str:
+    names = {0: "cycle", 1: "time", 2: "instret"}
+    low, high = csr & 0x1F, csr & 0x80
+    if csr >> 8 in (0xC, 0xB) and low in names | {k: "" for k in range(3, 32)}:
+        name = names.get(low, f"hpmcounter{low}")
+        return ("m" if csr >> 8 == 0xB else "") + name + ("h" if high else "")
+    return hex(csr)
 
 
 # -- control flow out of the candidate (red team: `(fn)((char *)&free + off)` reached libc's write/_exit and
@@ -688,19 +894,25 @@ _TO_CODE_OK = _CALLS | {R_RISCV_BRANCH, R_RISCV_JAL, R_RISCV_RVC_BRANCH, R_RISCV
 _CHECKED_DATA = re.compile(r"^\.(rodata|data|sdata|srodata|data\.rel\.ro)")  # where a code-pointer table would live
 
 
-def _symbols(data: bytes, symtab: dict) -> list[tuple[str, int, int]]:
-    """(name, type, section index) of every symbol of `symtab`."""
+def _symbols(data: bytes, symtab: dict) -> list[tuple[int, int, int, int]]:
+    """(name offset, type, section index, value) of every symbol of `symtab`."""
     out = []
     for off in range(symtab["offset"], symtab["offset"] + symtab["size"], symtab["entsize"] or 24):
-        st_name, st_info, _other, st_shndx, _value, _size = struct.unpack_from("<IBBHQQ", data, off)
-        out.append((st_name, st_info & 0xF, st_shndx))
+        st_name, st_info, _other, st_shndx, value, _size = struct.unpack_from("<IBBHQQ", data, off)
+        out.append((st_name, st_info & 0xF, st_shndx, value))
     return out
 
 
-def check_code_addresses(data: bytes, sections: list[dict]) -> tuple[list[Violation], dict[int, set[int]]]:
-    """Relocations that take the address of code, and the call sites (by section) whose jalr is a call."""
+_JUMPS = {R_RISCV_BRANCH, R_RISCV_JAL, R_RISCV_RVC_BRANCH, R_RISCV_RVC_JUMP}
+Jumps = dict[int, dict[int, int | None]]  # section -> jump offset -> target offset in it (None: elsewhere)
+
+
+def check_code_addresses(data: bytes, sections: list[dict]) -> tuple[list[Violation], dict[int, set[int]], Jumps]:
+    """Relocations that take the address of code, the call sites (by section) whose jalr is a call, and the
+    targets of relocated branches and jumps (by section)."""
     found: list[Violation] = []
     call_sites: dict[int, set[int]] = {}
+    jumps: Jumps = {}
     for rela in (s for s in sections if s["type"] == SHT_RELA):
         target = sections[rela["info"]]
         in_code = bool(target["flags"] & SHF_EXECINSTR)
@@ -710,13 +922,16 @@ def check_code_addresses(data: bytes, sections: list[dict]) -> tuple[list[Violat
         names = sections[symtab["link"]]
         symbols = _symbols(data, symtab)
         for off in range(rela["offset"], rela["offset"] + rela["size"], rela["entsize"] or 24):
-            r_offset, r_info, _addend = struct.unpack_from("<QQq", data, off)
+            r_offset, r_info, addend = struct.unpack_from("<QQq", data, off)
             sym, rtype = r_info >> 32, r_info & 0xFFFFFFFF
             if rtype in _CALLS:
                 call_sites.setdefault(rela["info"], set()).add(r_offset)
             if sym == 0 or sym >= len(symbols):
                 continue
-            st_name, st_type, st_shndx = symbols[sym]
+            st_name, st_type, st_shndx, value = symbols[sym]
+            if in_code and rtype in _JUMPS:
+                local = st_shndx == rela["info"]
+                jumps.setdefault(rela["info"], {})[r_offset] = value + addend if local else None
             external = st_shndx == 0
             code = st_type == STT_FUNC or (0 < st_shndx < len(sections) and sections[st_shndx]["flags"] & SHF_EXECINSTR)
             if (external or code) and not (in_code and rtype in _TO_CODE_OK):
@@ -726,7 +941,63 @@ def check_code_addresses(data: bytes, sections: list[dict]) -> tuple[list[Violat
                         0, f"takes the address of `{name}`: a kernel may call functions, never take their address"
                     )
                 )
-    return list(dict.fromkeys(found))[:10], call_sites
+    return list(dict.fromkeys(found))[:10], call_sites, jumps
+
+
+def instruction_starts(code: bytes) -> list[int]:
+    """Offsets of the instructions of a decoded sweep (16- and 32-bit)."""
+    starts, i = [], 0
+    while i + 2 <= len(code):
+        starts.append(i)
+        i += 2 if code[i] & 0b11 != 0b11 else 4
+    return starts
+
+
+def _jump_offset(code: bytes, i: int) -> int | None:
+    """The pc-relative offset of the branch or jump at `i` as encoded (None: not a direct jump)."""
+    h = code[i] | code[i + 1] << 8
+    if h & 0b11 == 0b01 and h >> 13 == 0b101:  # c.j: imm[11|4|9:8|10|6|7|3:1|5] in bits 12..2
+        imm = _bits(h, 3, 5) << 1 | _bits(h, 11, 11) << 4 | _bits(h, 2, 2) << 5 | _bits(h, 7, 7) << 6
+        imm |= _bits(h, 6, 6) << 7 | _bits(h, 9, 10) << 8 | _bits(h, 8, 8) << 10 | _bits(h, 12, 12) << 11
+        return _signed(imm, 12)
+    if h & 0b11 == 0b01 and h >> 13 in (0b110, 0b111):  # c.beqz, c.bnez: imm[8|4:3] 12..10, imm[7:6|2:1|5] 6..2
+        imm = _bits(h, 3, 4) << 1 | _bits(h, 10, 11) << 3 | _bits(h, 2, 2) << 5 | _bits(h, 5, 6) << 6
+        return _signed(imm | _bits(h, 12, 12) << 8, 9)
+    if h & 0b11 != 0b11 or i + 4 > len(code):
+        return None
+    w = int.from_bytes(code[i : i + 4], "little")
+    if w & 0x7F == 0x6F:  # jal: imm[20|10:1|11|19:12] in bits 31..12
+        imm = _bits(w, 21, 30) << 1 | _bits(w, 20, 20) << 11 | _bits(w, 12, 19) << 12 | _bits(w, 31, 31) << 20
+        return _signed(imm, 21)
+    if w & 0x7F == 0x63:  # beq .. bgeu: imm[12|10:5] in 31..25, imm[4:1|11] in 11..7
+        imm = _bits(w, 8, 11) << 1 | _bits(w, 25, 30) << 5 | _bits(w, 7, 7) << 11 | _bits(w, 31, 31) << 12
+        return _signed(imm, 13)
+    return None
+
+
+def _bits(value: int, lo: int, hi: int) -> int:
+    return (value >> lo) & ((1 << (hi - lo + 1)) - 1)
+
+
+def _signed(value: int, bits: int) -> int:
+    return value - (1 << bits) if value >> (bits - 1) else value
+
+
+def check_jump_targets(section: str, code: bytes, relocated: dict[int, int | None]) -> list[Violation]:
+    """Every branch and jump lands on an instruction of the sweep: no path of the kernel's own control flow
+    reaches the middle of an instruction (where bytes of another could hide an instruction the sweep
+    never saw). Relocated ones are read from their relocation; others from their encoding."""
+    starts = instruction_starts(code)
+    known = set(starts) | {len(code)}
+    found = []
+    for i in starts:
+        offset = _jump_offset(code, i)
+        if offset is None:
+            continue
+        target = relocated[i] if i in relocated else i + offset
+        if target is not None and target not in known:
+            found.append(Violation(0, f"a jump into the middle of an instruction in {section} at offset {i:#x}"))
+    return found[:10]
 
 
 def check_indirect_jumps(section: str, code: bytes, call_sites: set[int]) -> list[Violation]:

@@ -432,9 +432,10 @@ SYSCALLS_X86_64 = {
     "getrandom": 318, "membarrier": 324, "statx": 332, "rseq": 334, "clone3": 435, "close_range": 436,
     "faccessat2": 439, "prctl": 157, "seccomp": 317, "execveat": 322, "rt_sigsuspend": 130,
     "landlock_create_ruleset": 444, "landlock_add_rule": 445, "landlock_restrict_self": 446,
+    "rt_tgsigqueueinfo": 297, "alarm": 37,  # LLVM's crash handler: a watchdog on itself, then the re-raise
 }  # fmt: skip
 _SPAWN = {"fork", "vfork", "wait4", "execve"}  # only the link step (the clang driver runs ld.lld)
-_CHECKED = {"clone", "clone3", "prlimit64", "tgkill", "kill", "execveat", "prctl", "seccomp"}  # see below
+_CHECKED = {"clone", "clone3", "prlimit64", "tgkill", "rt_tgsigqueueinfo", "kill", "execveat", "prctl", "seccomp"}
 _NO_EXEC_MEMORY = {"mmap", "mprotect"}  # native profile: only without PROT_EXEC
 PROT_EXEC, AT_EMPTY_PATH = 0x4, 0x1000
 PR_SET_DUMPABLE, PR_SET_SECCOMP, PR_SET_NO_NEW_PRIVS = 4, 22, 38
@@ -502,6 +503,9 @@ def seccomp_filter(profile: Profile, pid: int, exec_fd: int) -> bytes:
     # prlimit64 on itself only (pid 0); tgkill only to its own thread group (abort, qemu's own signals)
     prog += _arg_block(nr["prlimit64"], [*_arg0_equals(0), _stmt(0x06, RET_ALLOW)])
     prog += _arg_block(nr["tgkill"], [*_arg0_equals(pid), _stmt(0x06, RET_ALLOW)])
+    # the same for LLVM's crash handler, which re-raises a fatal signal (SIGXFSZ: an object over the file size
+    # limit) this way: the step then dies by that signal, which says what happened
+    prog += _arg_block(nr["rt_tgsigqueueinfo"], [*_arg0_equals(pid), _stmt(0x06, RET_ALLOW)])
     # kill only itself: qemu-user re-raises a guest's fatal signal that way so it dies by that signal
     prog += _arg_block(nr["kill"], [*_arg0_equals(pid), _stmt(0x06, RET_ALLOW)])
     prog += [_stmt(0x06, RET_KILL_PROCESS)]

@@ -251,7 +251,7 @@ def scan_tasks(settings: Settings | None = None) -> tuple[list[KernelTask], list
         try:
             task = _load_dir(directory)
         except EokError as e:
-            broken.append((directory, e.message))
+            broken.append((Path(_shown(directory)), e.message))
             continue
         if task.name in tasks:
             broken.append(
@@ -280,10 +280,29 @@ def _task_dirs(settings: Settings) -> list[Path]:
     return found
 
 
+def read_text_file(path: Path, fix: str = "save it as UTF-8 text") -> str:
+    """The file's text, or InvalidInput naming the file: any bytes in an input file give one clear line."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise InvalidInput(f"{_shown(path)}: cannot be read ({e.strerror or e})", fix) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InvalidInput(
+            f"{_shown(path)}: not UTF-8 text (byte {data[e.start]:#04x} at offset {e.start})", fix
+        ) from None
+
+
+def _shown(path: Path) -> str:
+    """A path as printable text, whatever bytes its name holds."""
+    return str(path).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _load_dir(directory: Path) -> KernelTask:
     spec_path = directory / TASK_FILE
     try:
-        raw = tomllib.loads(spec_path.read_text())
+        raw = tomllib.loads(read_text_file(spec_path))
     except tomllib.TOMLDecodeError as e:
         raise InvalidInput(f"{spec_path}: not valid TOML: {e}", "fix the syntax at the position given") from None
     try:
@@ -295,7 +314,7 @@ def _load_dir(directory: Path) -> KernelTask:
         raise InvalidInput(f"{ref_path}: missing", "every task needs reference.c defining the kernel")
     notes_path = directory / "NOTES.md"
     try:
-        return _check(spec, spec_path, directory, ref_path.read_text(), notes_path)
+        return _check(spec, spec_path, directory, read_text_file(ref_path), notes_path)
     except _FieldError as e:
         raise InvalidInput(f"{spec_path}: field '{e.field}': {e.message}", e.hint) from None
 
@@ -369,7 +388,7 @@ def _check(spec: TaskSpec, spec_path: Path, directory: Path, reference: str, not
         counts=counts,
         directory=directory.resolve(),
         reference_code=reference,
-        notes=notes.read_text() if notes.is_file() else "",
+        notes=read_text_file(notes) if notes.is_file() else "",
     )
 
 

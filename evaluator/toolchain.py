@@ -16,6 +16,7 @@ import re
 import secrets
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -28,7 +29,7 @@ from pydantic import BaseModel
 
 from core.errors import InvalidInput, Unavailable
 from evaluator import harness
-from evaluator.sandbox import Limits, run, take
+from evaluator.sandbox import Limits, RunOutput, clean_env, run, take
 from evaluator.targets import TargetProfile
 from evaluator.tasks import KernelTask
 
@@ -48,11 +49,30 @@ COMMON_FLAGS = [
     "-Werror=implicit-function-declaration",
     "-Werror=return-type",
     "-Werror=incompatible-function-pointer-types",
+    # A crash is reported, never handled by re-running the compiler to write a reproducer (a second
+    # process the compile sandbox refuses), and `#pragma clang __debug crash` and kin do nothing.
+    "-fno-crash-diagnostics",
+    "-Xclang",
+    "-disable-pragma-debug-crash",
 ]
 # Every compiler step runs in the sandbox like a candidate run (fresh uid, no network, secrets hidden,
 # seccomp): a hostile source can make the compiler read files (#include, #embed) and print them back.
 COMPILE_LIMITS = Limits(wall_s=120, memory_mb=4096, fsize_mb=256, nproc=64, nofile=256, profile="compile")
 LINK_LIMITS = Limits(wall_s=120, memory_mb=4096, fsize_mb=256, nproc=64, nofile=256, profile="link")
+# A candidate's own compile (docs/EVALUATION.md, "Statuses"): honest kernels compile in a few seconds
+# and to objects of kilobytes; past these limits the result is compile_timeout or too_large.
+CANDIDATE_COMPILE_S = 60
+CANDIDATE_COMPILE_MB = 4096  # address space of clang
+MAX_OBJECT_MB = 16  # the object file (RLIMIT_FSIZE of the compile step)
+MAX_DATA_BYTES = 8 << 20  # code and data the object asks to be loaded (sections with SHF_ALLOC), at most
+CANDIDATE_COMPILE_LIMITS = Limits(
+    wall_s=CANDIDATE_COMPILE_S,
+    memory_mb=CANDIDATE_COMPILE_MB,
+    fsize_mb=MAX_OBJECT_MB,
+    nproc=64,
+    nofile=256,
+    profile="compile",
+)
 PREPROCESS_LIMITS = Limits(
     wall_s=60,
     memory_mb=4096,
@@ -72,11 +92,17 @@ class CompileDiagnostic(BaseModel):
     severity: str = "error"
 
 
+# What stopped a compiler step: its diagnostics (error), a crash of the compiler, a time limit, or a
+# size limit (memory, object file, preprocessed text).
+FailureKind = Literal["error", "crash", "timeout", "too_large"]
+
+
 class CompileFailed(Exception):
-    def __init__(self, diagnostics: list[CompileDiagnostic], log: str) -> None:
+    def __init__(self, diagnostics: list[CompileDiagnostic], log: str, kind: FailureKind = "error") -> None:
         super().__init__(log)
         self.diagnostics = diagnostics
         self.log = log
+        self.kind = kind
 
 
 # ------------------------------------------------------------------------------------------- cflags
@@ -96,6 +122,37 @@ _MLLVM_OPTIONS = re.compile(
     r"^-(vectorizer-maximize-bandwidth|enable-interleaved-mem-accesses|enable-masked-interleaved-mem-accesses|"
     r"unroll-runtime|enable-loop-distribute|extra-vectorizer-passes|enable-loopinterchange)(=(true|false|0|1))?$"
 )
+# Numeric LLVM options within these bounds: past them a loop is unrolled or inlined into code that keeps
+# the compiler busy for minutes (unroll-count=100000 held the compile step for its whole 120 s). The
+# defaults at -O3 are far inside (unroll-threshold 300, inline-threshold 250, interleave <= 8).
+_MLLVM_BOUNDS = {
+    "force-vector-width": (1, 64),
+    "force-vector-interleave": (1, 16),
+    "riscv-v-register-bit-width-lmul": (1, 8),
+    "unroll-threshold": (0, 2000),
+    "unroll-count": (0, 32),
+    "unroll-max-count": (0, 32),
+    "unroll-partial-threshold": (0, 2000),
+    "slp-threshold": (-100, 100),
+    "riscv-v-vector-bits-min": (-1, 65536),
+    "max-interleave-group-factor": (1, 16),
+    "small-loop-cost": (0, 100),
+    "vectorizer-min-trip-count": (0, 1 << 20),
+    "inline-threshold": (0, 1000),
+}
+
+
+def _mllvm_out_of_bounds(opt: str) -> str | None:
+    """Why a numeric LLVM option is refused (not a number, or outside _MLLVM_BOUNDS), else None."""
+    name, _, value = opt.lstrip("-").partition("=")
+    if name not in _MLLVM_BOUNDS:
+        return None
+    lo, hi = _MLLVM_BOUNDS[name]
+    if not re.fullmatch(r"-?\d+", value) or not lo <= int(value) <= hi:
+        return f"-mllvm {opt}: {name} must be a whole number from {lo} to {hi}"
+    return None
+
+
 _LMUL = re.compile(r"^-mrvv-max-lmul=m(1|2|4|8)$")
 _WARN = re.compile(r"^-W(no-)?[a-z][a-z0-9-]*$")
 
@@ -115,6 +172,8 @@ def check_cflags(flags: list[str]) -> tuple[list[str], str | None]:
             opt = flag.split("=", 1)[1] if flag.startswith("-mllvm=") and flag != "-mllvm=" else next(it, "")
             if not _MLLVM_OPTIONS.match(opt):
                 return [], f"-mllvm {opt}: not an allowed LLVM option (vectorizer, unroll and LMUL options only)"
+            if problem := _mllvm_out_of_bounds(opt):
+                return [], problem
             out += ["-mllvm", opt]
         else:
             return [], (
@@ -237,7 +296,7 @@ class Toolchain:
         (workdir / "eok_prototype.h").write_text(harness.candidate_prelude(task))
         # No jump tables: every jalr in a candidate is then a return or a relocated call (safety.check_object).
         cand_flags = [*tflags, *target.baseline_cflags, *cflags, "-fno-jump-tables", "-include", "eok_prototype.h"]
-        self._compile(workdir, CANDIDATE_FILE, "candidate.o", cand_flags)
+        self._compile(workdir, CANDIDATE_FILE, "candidate.o", cand_flags, CANDIDATE_COMPILE_LIMITS)
         binary = workdir / "harness"
         self._link(workdir, [*tflags, str(harness_obj), "candidate.o", *link_flags(kind), "-o", binary.name])
         return Build(binary=binary, workdir=workdir, kind=kind, compile_s=time.monotonic() - t0, trusted=trusted)
@@ -300,9 +359,11 @@ class Toolchain:
             (workdir / "eok_prototype.h").write_text(prelude)
             flags += ["-include", "eok_prototype.h"]
         argv = [CLANG, *COMMON_FLAGS, *flags, "-E", CANDIDATE_FILE]
-        res = run(argv, workdir, PREPROCESS_LIMITS)
-        if res.returncode != 0 or res.truncated:
-            raise CompileFailed(parse_diagnostics(res.stderr), res.stderr or "preprocessed source too large")
+        res = run(argv, workdir, PREPROCESS_LIMITS, env=compile_env(workdir))
+        if res.truncated or res.flooded:
+            mb = PREPROCESS_LIMITS.output_bytes >> 20
+            raise CompileFailed([_note(f"the preprocessed source is larger than {mb} MB")], res.stderr, "too_large")
+        _raise_on_failure(res, "the preprocessor", PREPROCESS_LIMITS)
         return res.stdout
 
     def _cached(self, task: KernelTask, role: str, source: str, flags: list[str]) -> Path:
@@ -332,17 +393,12 @@ class Toolchain:
             os.replace(tmp_obj, obj)
         return obj
 
-    def _compile(self, cwd: Path, src: str, out: str, flags: list[str]) -> None:
+    def _compile(self, cwd: Path, src: str, out: str, flags: list[str], limits: Limits = COMPILE_LIMITS) -> None:
         """Compile in the sandbox: `cwd` read-only, the object written to a scratch folder, then taken."""
         scratch = cwd / f"compile-{secrets.token_hex(4)}"
         argv = [CLANG, *COMMON_FLAGS, *flags, "-c", src, "-o", f"{scratch.name}/{out}"]
-        res = run(argv, cwd, COMPILE_LIMITS, scratch=scratch)
-        if res.timed_out:
-            raise CompileFailed([CompileDiagnostic(line=0, col=0, message="compiler timed out")], "compiler timed out")
-        if res.violation:
-            raise CompileFailed([CompileDiagnostic(line=0, col=0, message=SANDBOX_MESSAGE)], res.stderr)
-        if res.returncode != 0:
-            raise CompileFailed(parse_diagnostics(res.stderr, src), res.stderr)
+        res = run(argv, cwd, limits, env=compile_env(scratch), scratch=scratch)
+        _raise_on_failure(res, "the compiler", limits, src)
         take(scratch, out, cwd / out)
 
     def _link(self, cwd: Path, args: list[str]) -> None:
@@ -351,14 +407,61 @@ class Toolchain:
         out = args[args.index("-o") + 1]
         args = [*args[: args.index("-o")], "-o", f"{scratch.name}/{out}", *args[args.index("-o") + 2 :]]
         res = run([CLANG, *args], cwd, LINK_LIMITS, scratch=scratch, readable=[self.cache_dir])
-        if res.violation:
-            raise CompileFailed([CompileDiagnostic(line=0, col=0, message=SANDBOX_MESSAGE)], res.stderr)
-        if res.returncode != 0:
+        if res.returncode != 0 and not res.timed_out and not _stopped(res, LINK_LIMITS):
             raise CompileFailed(parse_link_errors(res.stderr), res.stderr)
+        _raise_on_failure(res, "the linker", LINK_LIMITS)
         take(scratch, out, cwd / out)
 
 
-SANDBOX_MESSAGE = "sandbox violation: the compiler was stopped making a forbidden system call"
+def compile_env(scratch: Path) -> dict[str, str]:
+    """The step's minimal environment; LLVM's crash handler then prints no symbolized trace (it would start
+    llvm-symbolizer, a process the compile sandbox refuses)."""
+    return {**clean_env(scratch), "LLVM_DISABLE_SYMBOLIZATION": "1"}
+
+
+def _note(message: str) -> CompileDiagnostic:
+    return CompileDiagnostic(line=0, col=0, message=message)
+
+
+_OUT_OF_MEMORY = ("out of memory", "Allocation failed", "bad_alloc", "Cannot allocate memory")
+_CRASH_TEXT = ("PLEASE submit a bug report", "failed due to signal", "Stack dump:")
+
+
+def _stopped(res: RunOutput, limits: Limits) -> str | None:
+    """Why a compiler step was stopped rather than failing on its own: 'timeout', 'too_large', 'crash'."""
+    signal_number = res.signal or (res.returncode - 128 if (res.returncode or 0) > 128 else 0)
+    if res.timed_out or signal_number == signal.SIGXCPU:
+        return "timeout"
+    if res.flooded or signal_number == signal.SIGXFSZ or any(text in res.stderr for text in _OUT_OF_MEMORY):
+        return "too_large"
+    if signal_number or any(text in res.stderr for text in _CRASH_TEXT):
+        return "crash"  # a signal (SIGSYS too: the sandbox stopped it) or LLVM's crash report
+    return None
+
+
+def _raise_on_failure(res: RunOutput, step: str, limits: Limits, src: str = CANDIDATE_FILE) -> None:
+    """CompileFailed of the right kind when a compiler step did not succeed."""
+    if res.returncode == 0 and not res.timed_out:
+        return
+    kind = _stopped(res, limits)
+    if kind is None:
+        raise CompileFailed(parse_diagnostics(res.stderr, src), res.stderr)
+    message = {
+        "timeout": f"{step} took longer than the {limits.wall_s:.0f} s limit",
+        "too_large": f"{step} went past the {limits.fsize_mb} MB output or {limits.memory_mb} MB memory limit",
+        "crash": f"{step} crashed ({_crash_line(res)})",
+    }[kind]
+    raise CompileFailed([_note(message)], res.stderr, kind)
+
+
+def _crash_line(res: RunOutput) -> str:
+    """A short name of the crash: the signal, or LLVM's first error line."""
+    if res.violation:
+        return "stopped by the sandbox making a forbidden system call"
+    if res.signal:
+        return signal.Signals(res.signal).name if res.signal in signal.Signals._value2member_map_ else str(res.signal)
+    line = next((ln for ln in res.stderr.splitlines() if "error" in ln.lower() or "LLVM" in ln), "")
+    return line.strip()[:160] or f"exit code {res.returncode}"
 
 
 _DIAG_RE = re.compile(

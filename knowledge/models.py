@@ -165,6 +165,10 @@ class ExperienceStatus(StrEnum):
     SANDBOX_VIOLATION = "sandbox_violation"  # touched a guard page or wrote a read-only input
     MEMORY = "memory"  # hit the memory limit
     GENERALIZATION_FAILED = "generalization_failed"  # wrong on held-out sizes and seeds
+    # Added with issue 20: what stopped the compile (stored data with the values above stays valid).
+    COMPILER_CRASH = "compiler_crash"  # the compiler or linker crashed on the candidate
+    COMPILE_TIMEOUT = "compile_timeout"  # compiling took longer than the candidate's compile time limit
+    TOO_LARGE = "too_large"  # past a size limit: compile memory, object file, loaded code and data
 
 
 class Experience(Node):

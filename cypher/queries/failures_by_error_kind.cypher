@@ -1,7 +1,8 @@
 // Failed attempts by error kind.
-// Groups experiences that did not pass by status (compile_error, wrong, timeout, crashed, rejected, memory,
-// state_across_calls, invalid_output, sandbox_violation, generalization_failed, generation_error) and by the
-// first error line of their feedback, with example experiences to open.
+// Groups experiences that did not pass by status (compile_error, compiler_crash, compile_timeout, too_large,
+// wrong, timeout, crashed, rejected, memory, state_across_calls, invalid_output, sandbox_violation,
+// generalization_failed, generation_error) and by the first error line of their feedback, with example
+// experiences to open.
 // @param target: string = null  only this target (null: all)
 // @param task: string = null  only this task (null: all)
 // @param limit: int = 50  maximum rows

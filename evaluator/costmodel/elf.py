@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from core.errors import EokError, InvalidInput, Unavailable
+from core.errors import InvalidInput, Unavailable
+from evaluator.costmodel.trace import CandidateFault
 
 OBJDUMP = "llvm-objdump-22"
 
@@ -170,8 +171,8 @@ def make_insn(mnemonic: str, operands: str) -> Insn:
 def tb_insns(dis: Disassembly, addrs: tuple[int, ...]) -> tuple[Insn, ...]:
     try:
         return tuple(dis.insn(a) for a in addrs)
-    except KeyError as exc:
-        raise EokError(
+    except KeyError as exc:  # a jump into the middle of an instruction: code no one compiled ran
+        raise CandidateFault(
             f"qemu executed an instruction at {exc.args[0]:#x} that llvm-objdump did not list",
             hint="the harness must be a static, non-PIE ELF whose code is all in .text (no JIT, no dlopen)",
         ) from exc

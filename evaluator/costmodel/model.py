@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from core.errors import EokError, InvalidInput
+from core.errors import InvalidInput
 from evaluator.costmodel.blocks import costing_units, executed_blocks
 from evaluator.costmodel.elf import Disassembly, ElfSymbols, disassemble, require_objdump
 from evaluator.costmodel.loops import Loop, find_loops
@@ -35,7 +35,13 @@ from evaluator.costmodel.memory import (
     plugin_path,
     read_stats,
 )
-from evaluator.costmodel.trace import DEFAULT_MAX_LOG_BYTES, RegionMismatch, RegionTrace, trace_region
+from evaluator.costmodel.trace import (
+    DEFAULT_MAX_LOG_BYTES,
+    CandidateFault,
+    RegionMismatch,
+    RegionTrace,
+    trace_region,
+)
 
 if TYPE_CHECKING:
     from evaluator.targets import VectorOverride
@@ -348,8 +354,8 @@ def trace_kernel(
         check_vouched(vouched[0], trace.keys >> 16, guard.key)
     pcs = {int(k) >> 16 for k in np.unique(trace.keys).tolist()}
     missing = sorted(pc for pc in pcs if pc not in trace.tb_addrs)
-    if missing:
-        raise EokError(
+    if missing:  # its translation is in the log unless the guest closed or moved qemu's log descriptor
+        raise CandidateFault(
             f"qemu executed a TB at {missing[0]:#x} but never printed its translation",
             hint="the qemu log is incomplete; check that the disk is not full and rerun",
         )

@@ -47,7 +47,12 @@ SEW_NAMES = {0: "E8", 1: "E16", 2: "E32", 3: "E64"}
 DEFAULT_MAX_LOG_BYTES = 1 << 30  # ~10M executed TBs; far beyond a sensibly sized model run
 
 
-class RegionMismatch(EokError):
+class CandidateFault(EokError):
+    """The modeled run failed because of what the program did inside it (it looped, crashed, exited or
+    ran code no one compiled): the candidate's invalid output, not a failure of the cost model."""
+
+
+class RegionMismatch(CandidateFault):
     """The log's region markers are not the calls the harness was asked to make: the run is not valid."""
 
 
@@ -123,12 +128,12 @@ def run_logged(
         reason = _wait_within_budget(proc, log, timeout_s, max_log_bytes)
     seconds = time.perf_counter() - start
     if reason == "timeout":
-        raise EokError(
+        raise CandidateFault(
             f"modeled run did not finish within {timeout_s:.0f} s under qemu with TB logging",
             hint="shrink the problem size the harness uses in model mode, or raise timeout_s",
         )
     if reason == "log":
-        raise EokError(
+        raise CandidateFault(
             f"qemu TB log grew beyond {max_log_bytes / 2**20:.0f} MiB",
             hint="the harness runs too much code in model mode: shrink the sizes (a modeled run should stay "
             "below ~1e7 dynamic instructions) or raise max_log_bytes",
@@ -191,7 +196,7 @@ def parse_log(data: bytes | mmap.mmap, begin_pc: int, end_pc: int) -> tuple[np.n
         e = data.find(end_tag, start)
         if e < 0:
             _refuse_threads(data[start:])  # a threaded region that crashed qemu: name the real cause
-            raise EokError(
+            raise CandidateFault(
                 "eok_region_end was not reached after eok_region_begin in the modeled run",
                 hint="the kernel crashed, looped or exited inside the region; run the candidate under qemu "
                 "without the model to see its error",
@@ -221,7 +226,7 @@ def _refuse_threads(region: bytes) -> None:
     """Raise when TBs of the region ran on a guest thread other than the main one ("Trace N:", N > 0)."""
     total, on_cpu0 = region.count(b"Trace "), region.count(b"Trace 0: ")
     if total != on_cpu0:
-        raise EokError(
+        raise CandidateFault(
             f"the marked region ran on several threads ({total - on_cpu0} of {total} TBs off the main one)",
             hint="the cost model prices one X60 core: time the single-threaded kernel (no threads in model mode)",
         )

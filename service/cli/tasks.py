@@ -133,14 +133,14 @@ def eval_cmd(
     """Evaluate a candidate (or the reference itself) on a target: correctness, then timing."""
     from evaluator.evaluate import Candidate, Evaluator
     from evaluator.targets import load_target
-    from evaluator.tasks import load_task
+    from evaluator.tasks import load_task, read_text_file
     from evaluator.toolchain import split_cflags
 
     settings = get_settings()
     spec = load_task(task, settings)
     profile = load_target(target or settings.default_target)
     if candidate is not None:
-        code, label = candidate.read_text(), candidate.name
+        code, label = read_text_file(candidate), candidate.name
     else:
         code, label = spec.reference_code, "reference"
     try:

@@ -305,3 +305,18 @@ def test_task_descriptions_keep_their_brackets(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert "y[i] += a*x[i], a in [lo, hi], [bold]x" in out.stdout
+
+
+def test_task_files_with_any_bytes_are_named_and_listed_as_broken(tmp_path: Path) -> None:
+    make_task(tmp_path / "mine")
+    bad_ref = make_task(tmp_path / "mine", _replace('name = "mytask"', 'name = "badref"'), name="badref")
+    (bad_ref / "reference.c").write_bytes(REFERENCE.encode() + b"\n// \xff\xfe\n")
+    bad_toml = make_task(tmp_path / "mine", name="badtoml")
+    (bad_toml / "task.toml").write_bytes(b'name = "badtoml"\n# \xc3\x28\n')
+    tasks, broken = scan_tasks(Settings(home=tmp_path / "home", task_dirs=[tmp_path / "mine"]))
+    assert "mytask" in [t.name for t in tasks] and "saxpy" in [t.name for t in tasks]
+    reasons = {directory.name: reason for directory, reason in broken}
+    assert "badref/reference.c: not UTF-8 text (byte 0xff at offset" in reasons["badref"]
+    assert "badtoml/task.toml: not UTF-8 text (byte 0xc3 at offset 19)" in reasons["badtoml"]
+    with pytest.raises(InvalidInput, match="not UTF-8 text"):
+        load_task(bad_ref)
