@@ -16,7 +16,8 @@ exp(x)   the full float range, as C's expf: +inf above ln(FLT_MAX) = 88.72, deno
          including f32 rounding. The result is 2^n * p(r) with 2^n split into 2^a * 2^b, a = floor(n/2),
          b = n - a (both normal for n in [-150, 128]): 2^a is added into the exponent bits of p(r)
          (exact), the multiplication by 2^b rounds once, to inf, a denormal or 0 as IEEE prescribes.
-         A NaN input is merged back at the end (the clamp's vfmin/vfmax would turn it into a number).
+         A NaN lane keeps x through a masked final multiplication (the clamp's vfmin/vfmax would turn it
+         into a number). Cost: 6 vector operations per strip more than a clamp to the normal range.
 1/d      `vfrec7` (7-bit estimate) refined by Newton steps r += r*(1 - d*r): 14 bits after one step,
          full f32 (~1 ulp) after two; 1/+inf is set to 0 (the step would make inf*0 = NaN: sigmoid(-100)
          divides by 1 + e^100 = inf). "div" uses `vfrdiv` instead (exact, but slow on the X60).
@@ -55,7 +56,6 @@ SHIFTER = 12582912.0  # 1.5 * 2^23: adding it rounds to an integer held in the l
 # The clamp of exp's argument: below -103.97 e^x rounds to 0 and above 88.73 to inf, so clamping to
 # [-104, 89] changes no result; it keeps n = round(x*log2 e) in [-150, 128] for the 2^a * 2^b split.
 EXP_LO, EXP_HI = -104.0, 89.0
-SHIFTER_BITS = 0x4B400000  # the bits of SHIFTER: bits(SHIFTER + n) - SHIFTER_BITS = n for |n| < 2^22
 FLT_MAX = 3.4028234663852886e38
 
 # e^r on [-ln2/2, ln2/2], coefficients c0..cd (f32 values; c0 = 1 so e^0 is exactly 1: a row of one
@@ -202,6 +202,7 @@ def exp_f32(src: CSource, lmul: int, degree: int) -> str:
         "   or 0), a + b = n; a NaN input stays NaN. */",
         f"static inline {t} {name}({t} x, size_t vl)",
         "{",
+        f"    {mask_type(32, lmul)} nan = __riscv_vmfne_vv_{s}_b{b}(x, x, vl); /* the clamp would make NaN a number */",
         f"    {t} xc = __riscv_vfmin_vf_{s}(__riscv_vfmax_vf_{s}(x, {c_float(EXP_LO)}, vl), {c_float(EXP_HI)}, vl);",
         f"    {t} sh = __riscv_vfmadd_vf_{s}(xc, {c_float(1.0 / math.log(2.0))}, "
         f"__riscv_vfmv_v_f_{s}({c_float(SHIFTER)}, vl), vl);",
@@ -211,14 +212,14 @@ def exp_f32(src: CSource, lmul: int, degree: int) -> str:
     ]
     _horner(lines, s, t, "p", "r", EXP_COEFFS[degree])
     lines += [
-        f"    {it} ni = __riscv_vsub_vx_{si}(__riscv_vreinterpret_v_{s}_{si}(sh), {SHIFTER_BITS:#x}, vl);",
-        f"    {it} na = __riscv_vsra_vx_{si}(ni, 1, vl);",
-        f"    {it} nb = __riscv_vsll_vx_{si}(__riscv_vadd_vx_{si}(__riscv_vsub_vv_{si}(ni, na, vl), 127, vl), 23, vl);",
-        f"    {it} pa = __riscv_vadd_vv_{si}(__riscv_vreinterpret_v_{s}_{si}(p), "
-        f"__riscv_vsll_vx_{si}(na, 23, vl), vl);",
+        # e = n << 23 (n in the top 9 bits, signed); a = floor(n/2) = e >> 24; 2^b = bits((n - a + 127) << 23)
+        f"    {it} e = __riscv_vsll_vx_{si}(__riscv_vreinterpret_v_{s}_{si}(sh), 23, vl);",
+        f"    {it} a = __riscv_vsll_vx_{si}(__riscv_vsra_vx_{si}(e, 24, vl), 23, vl);",
+        f"    {it} pa = __riscv_vadd_vv_{si}(__riscv_vreinterpret_v_{s}_{si}(p), a, vl);",
+        f"    {it} sb = __riscv_vadd_vx_{si}(__riscv_vsub_vv_{si}(e, a, vl), 127 << 23, vl);",
         f"    {t} y = __riscv_vfmul_vv_{s}(__riscv_vreinterpret_v_{si}_{s}(pa), "
-        f"__riscv_vreinterpret_v_{si}_{s}(nb), vl);",
-        f"    return __riscv_vmerge_vvm_{s}(y, x, __riscv_vmfne_vv_{s}_b{b}(x, x, vl), vl);",
+        f"__riscv_vreinterpret_v_{si}_{s}(sb), vl);",
+        f'    return __riscv_vfmerge_vfm_{s}(y, __builtin_nanf(""), nan, vl);',
         "}",
     ]
     return src.add(name, "\n".join(lines))
