@@ -139,7 +139,8 @@ class _Kernel:
                 ),
             ]
         return [
-            f"        {t} vmx = __riscv_vfmv_v_f_{s}(xr[0], vm);",
+            # -FLT_MAX, not xr[0]: a row that starts masked (-inf) would make exp(-inf - -inf) = NaN
+            f"        {t} vmx = __riscv_vfmv_v_f_{s}({rm.c_float(-rm.FLT_MAX)}, vm);",
             *self._chunk_loop(
                 [f"            vmx = __riscv_vfmax_vv_{s}_tu(vmx, vmx, __riscv_vle32_v_{s}(xr + i, vl), vl);"]
             ),
@@ -190,7 +191,8 @@ class _Kernel:
         """Max and sum in one pass: per lane m, s with s = s*exp(m - m') + exp(x - m') (tail-undisturbed)."""
         s, t, exp = self.s, self.t, self.exp
         return [
-            f"        {t} vmx = __riscv_vfmv_v_f_{s}(xr[0], vm);",
+            # -FLT_MAX, not xr[0]: a row that starts masked (-inf) would make exp(-inf - -inf) = NaN
+            f"        {t} vmx = __riscv_vfmv_v_f_{s}({rm.c_float(-rm.FLT_MAX)}, vm);",
             f"        {t} vs = __riscv_vfmv_v_f_{s}(0.0f, vm);",
             *self._chunk_loop(
                 [
