@@ -94,7 +94,10 @@ class _Kernel:
         self.lmul, self.unroll = int(k["lmul"]), int(k["unroll"])
         self.fusion, self.once = str(k["fusion"]), k["reduction"] == "once"
         self.s, self.t = rm.suffix("f", 32, self.lmul), rm.vtype("f", 32, self.lmul)
-        self.exp = rm.exp_f32(src, self.lmul, int(k["exp_degree"]))
+        # softmax's masked positions must come out exactly 0: the full-range exp; log-softmax only sums
+        # its terms (x - max, never NaN for its inputs), where one clamped to FLT_MIN is as good as 0
+        tails = "ieee" if self.kind == "softmax" else "clamped"
+        self.exp = rm.exp_f32(src, self.lmul, int(k["exp_degree"]), tails=tails)
 
     def code(self) -> str:
         rows, cols, x, y = self.names
