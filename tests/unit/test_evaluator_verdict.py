@@ -180,3 +180,12 @@ def test_element_bound_is_zero_for_infinities_and_one_step_for_exact_zeros() -> 
     want = np.array([float("inf"), float("-inf"), 0.0, 1.0])
     bound = verdict.element_bound(tol, want, DENORMAL_STEP)
     assert bound.tolist() == [0.0, 0.0, DENORMAL_STEP, tol.atol + tol.rtol]
+
+
+def test_an_all_zero_expected_output_is_judged_by_the_elements_alone() -> None:
+    # sigmoid(-100) alone at n = 1: 0 in the reference, 3e-39 from an exp clamped at FLT_MAX; the
+    # normalized error has no scale there (it was inf), atol 1e-5 decides
+    assert _exp_case("sigmoid", [0.0], [3e-39]) is None
+    assert _exp_case("sigmoid", [0.0], [1e-3]) is not None
+    # under exact_special the same tiny value is wrong
+    assert _exp_case("exp_f32", [0.0], [3e-39]) is not None
