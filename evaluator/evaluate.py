@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import secrets
 import shutil
@@ -969,6 +970,13 @@ def _wrong_feedback(task: KernelTask, f: verdict.Failure) -> str:
             f"{_fmt(f.tol)} although each element is within atol (all zeros, or wrong scale?)"
         )
     unwritten = " (never written: still the poison value)" if f.unwritten else ""
+    if not math.isfinite(f.want) or (tol.exact_special and f.want == 0):
+        # a special value of the contract (docs/TASKS.md, "Full-range contracts"): no tolerance applies
+        return (
+            f"wrong at size {size}: {arg}[{idx}] = {_fmt(f.got)}, expected exactly {_fmt(f.want)}{unwritten} "
+            f"(inf, NaN{' and 0' if tol.exact_special else ''} must match exactly); {f.bad} of {f.compared} "
+            "elements are wrong"
+        )
     return (
         f"wrong at size {size}: {arg}[{idx}] = {_fmt(f.got)}, expected {_fmt(f.want)}{unwritten}; "
         f"{f.bad} of {f.compared} elements differ by more than {tol.atol:g} + {tol.rtol:g}*|expected|"

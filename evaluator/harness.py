@@ -101,7 +101,11 @@ def _buf_entry(task: KernelTask, p: Param, index: int) -> str:
     gen = _GEN_CODES[arg.gen or "uniform"]  # plain outputs are poisoned, not generated
     lo, hi = _range(task, p)
     scales = f"eok_scales_{index}, {len(arg.scales)}" if arg.scales else "0, 0"
-    specials = f"eok_specials_{index}, {len(arg.specials)}, {arg.special_every}" if arg.specials else "0, 0, 0"
+    specials = (
+        f"eok_specials_{index}, {len(arg.specials)}, {arg.special_every or 0}, {_c_num(arg.special_fraction or 0.0)}"
+        if arg.specials
+        else "0, 0, 0, 0.0"
+    )
     return (
         f'{{"{p.name}", EOK_{p.type.code}, {kind}, {gen}, {_c_num(lo)}, {_c_num(hi)}, '
         f"{_c_num(arg.scale or 1.0)}, {int(arg.compare == 'fp16')}, {scales}, {specials}}}"

@@ -84,6 +84,9 @@ class Tolerance(BaseModel):
     atol: float = Field(default=1e-6, ge=0)
     # Bound on ||got - want||_2 / ||want||_2 per output. Default: see `norm_bound`.
     norm: float | None = Field(default=None, gt=0)
+    # Where the reference gives exactly 0, the candidate must too (docs/TASKS.md, "Full-range contracts");
+    # +-inf and NaN are met only by themselves in every task.
+    exact_special: bool = False
 
     @property
     def norm_bound(self) -> float:
@@ -105,9 +108,12 @@ class ArgSpec(BaseModel):
     # Numerics the operator must honour (docs/TASKS.md, "Special values"), float inputs only:
     # size i (not the bench size) multiplies its generated values by scales[i % len(scales)] ...
     scales: list[float] | None = Field(default=None, min_length=1)
-    # ... and every `special_every`-th element (at every size) is replaced by specials[k % len(specials)].
+    # ... and every `special_every`-th element (at every size) is replaced by specials[k % len(specials)],
     specials: list[Annotated[float, AllowInfNan(True)]] | None = Field(default=None, min_length=1)  # the point
     special_every: int | None = Field(default=None, ge=2)
+    # ... or each element, with this probability, by a special drawn at random: positions and values come
+    # from the call's secret seed, so a kernel cannot treat only some known positions correctly.
+    special_fraction: float | None = Field(default=None, gt=0, le=0.5)
 
     @field_validator("range")
     @classmethod
@@ -456,8 +462,9 @@ def _check_gen(p: Param, arg: ArgSpec, where: str) -> None:
 
 
 def _check_specials(p: Param, arg: ArgSpec, where: str) -> None:
-    if arg.special_every is not None and arg.specials is None:
-        raise _FieldError(f"{where}.special_every", "needs specials = [...]")
+    for placement in ("special_every", "special_fraction"):
+        if getattr(arg, placement) is not None and arg.specials is None:
+            raise _FieldError(f"{where}.{placement}", "needs specials = [...]")
     if arg.scales is None and arg.specials is None:
         return
     field = "scales" if arg.scales is not None else "specials"
@@ -465,8 +472,12 @@ def _check_specials(p: Param, arg: ArgSpec, where: str) -> None:
         raise _FieldError(f"{where}.{field}", "only float inputs (kind = in | inout) take scales and specials")
     if arg.scales is not None and not all(math.isfinite(s) and s != 0 for s in arg.scales):
         raise _FieldError(f"{where}.scales", "scales must be finite and non-zero")
-    if arg.specials is not None and arg.special_every is None:
-        raise _FieldError(f"{where}.special_every", "specials need special_every = N (every N-th element)")
+    if arg.specials is not None and (arg.special_every is None) == (arg.special_fraction is None):
+        raise _FieldError(
+            f"{where}.specials",
+            "specials need one placement: special_every = N (every N-th element) or special_fraction = F "
+            "(each element with probability F, at positions drawn from the secret seed)",
+        )
 
 
 def _counts(spec: TaskSpec, params: list[Param], size: dict[str, int], index: int) -> dict[str, int]:

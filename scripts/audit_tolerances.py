@@ -13,6 +13,10 @@ task file) or change the inputs. The suite test tests/unit/test_suite_specs.py k
 this script measured in mind; run it after changing a task:
 
     .venv/bin/python scripts/audit_tolerances.py [--target host|k1-x60] [--evals 20] [--tasks sdot,...]
+
+With `--offline` (and `--target k1-x60`) it audits the offline generator's default kernel of each task
+instead: the vector approximations (exp, tanh, erf by polynomials) on the full-range inputs (docs/TASKS.md,
+"Full-range contracts"), where the reference's own reorderings say little.
 """
 
 from __future__ import annotations
@@ -24,10 +28,11 @@ import time
 
 import numpy as np
 
+from agent.offline.generator import OfflineGenerator
 from evaluator import verdict
 from evaluator.evaluate import Candidate, Evaluator
 from evaluator.targets import load_target
-from evaluator.tasks import list_tasks
+from evaluator.tasks import C_TYPES, list_tasks
 from evaluator.toolchain import competent_cflags
 
 REORDER = ["-O3", "-fassociative-math", "-fno-signed-zeros", "-fno-trapping-math", "-ffp-contract=fast"]
@@ -49,7 +54,8 @@ class Worst:
                 g, w = verdict._values(p, got, fp16), verdict._values(p, want, fp16)
                 with np.errstate(invalid="ignore", over="ignore"):
                     d = np.where((g == w) | (np.isnan(g) & np.isnan(w)), 0.0, np.abs(g - w))
-                    bound = tol.atol + tol.rtol * np.abs(w)
+                    step = verdict._SMALLEST_SUBNORMAL.get("F16" if fp16 else p.type.code, 0.0)
+                    bound = verdict.element_bound(tol, w, step)  # exact specials: 0 or one rounding step
                     ratio = np.where(d == 0, 0.0, d / np.where(bound > 0, bound, np.inf))
                     if len(ratio):
                         self.elem = max(self.elem, float(np.nan_to_num(ratio, nan=np.inf).max()))
@@ -62,7 +68,8 @@ class Worst:
 
         def ret(task, call, got_raw, want_raw, stats):  # type: ignore[no-untyped-def]
             g, w = verdict._ret_value(task, got_raw), verdict._ret_value(task, want_raw)
-            bound = task.tolerance.atol + task.tolerance.rtol * abs(w)
+            step = verdict._SMALLEST_SUBNORMAL[C_TYPES[task.return_type].code]
+            bound = float(verdict.element_bound(task.tolerance, np.array([w]), step)[0])
             if g != w and bound > 0 and not (math.isnan(g) and math.isnan(w)):
                 self.elem = max(self.elem, abs(g - w) / bound)
             return original_ret(task, call, got_raw, want_raw, stats)
@@ -81,6 +88,11 @@ def main() -> int:
     ap.add_argument("--target", default="host")
     ap.add_argument("--evals", type=int, default=20)
     ap.add_argument("--tasks", default="")
+    ap.add_argument(
+        "--offline",
+        action="store_true",
+        help="audit the offline generator's default kernel (vector approximations: exp, tanh, erf) instead",
+    )
     args = ap.parse_args()
     target = load_target(args.target)
     tasks = [t for t in list_tasks() if floats_compared(t)]
@@ -97,11 +109,14 @@ def main() -> int:
         worst.elem = worst.norm = 0.0
         statuses: dict[str, int] = {}
         t0 = time.monotonic()
+        cand = Candidate(code=task.reference_code, cflags=flags, label="reordered reference")
+        if args.offline:
+            v = OfflineGenerator(task, target).default()
+            cand = Candidate(code=v.code, cflags=v.cflags, label="offline default")
         for _ in range(args.evals):
-            cand = Candidate(code=task.reference_code, cflags=flags, label="reordered reference")
             r = evaluator.evaluate(task, target, cand, timing=False)
             statuses[r.status.value] = statuses.get(r.status.value, 0) + 1
-        kind = "reorder" if flags is REORDER else "contract"
+        kind = "offline" if args.offline else "reorder" if flags is REORDER else "contract"
         seen = ", ".join(f"{k} {v}" for k, v in sorted(statuses.items()))
         print(
             f"{task.name:<22} {kind:<10} {args.evals:>5} {worst.elem:>15.3f} {worst.norm:>11.3f}  {seen}"

@@ -124,10 +124,26 @@ MALFORMED = {
         _replace('kind = "in"\ncount = "n"', 'kind = "in"\ncount = "n"\nscales = [1.0, 0.0]'),
         "args.x.scales",
     ),
-    "specials_without_every": (
+    "specials_without_placement": (
         _replace('kind = "in"\ncount = "n"', 'kind = "in"\ncount = "n"\nspecials = [-inf]'),
-        "args.x.special_every",
+        "args.x.specials",
     ),
+    "specials_with_two_placements": (
+        _replace(
+            'kind = "in"\ncount = "n"',
+            'kind = "in"\ncount = "n"\nspecials = [inf]\nspecial_every = 4\nspecial_fraction = 0.1',
+        ),
+        "args.x.specials",
+    ),
+    "fraction_without_specials": (
+        _replace('kind = "in"\ncount = "n"', 'kind = "in"\ncount = "n"\nspecial_fraction = 0.1'),
+        "args.x.special_fraction",
+    ),
+    "fraction_above_half": (
+        _replace('kind = "in"\ncount = "n"', 'kind = "in"\ncount = "n"\nspecials = [nan]\nspecial_fraction = 0.9'),
+        "args.x.special_fraction",
+    ),
+    "exact_special_not_bool": (_replace("atol = 1e-6", "atol = 1e-6, exact_special = 3"), "tolerance.exact_special"),
     "every_one": (
         _replace('kind = "in"\ncount = "n"', 'kind = "in"\ncount = "n"\nspecials = [nan]\nspecial_every = 1'),
         "args.x.special_every",

@@ -129,3 +129,63 @@ def test_a_time_faster_than_the_core_can_work_is_not_a_timing() -> None:
     forged = _beyond_ceiling(task, host, 30e-9)  # the red team's 30 ns: 6.5 TB/s
     assert forged and "more than one host core can" in forged
     assert _beyond_ceiling(task, k1, 1e-6) and "k1-x60" in (_beyond_ceiling(task, k1, 1e-6) or "")
+
+
+def _exp_case(task_name: str, want: list[float], got: list[float]) -> verdict.Failure | None:
+    task = load_task(task_name)
+    call = verdict.fresh_calls(task, {"n": len(want)}, seed=7, n=1, first_id=0)[0]
+    expected = verdict.Expected(image=b"", outputs={"y": np.array(want, dtype=np.float32).tobytes()}, ret=b"\0" * 8)
+    frame = _frame(call, np.array(got, dtype=np.float32))
+    return verdict.compare(task, call, verdict.results_from(task, [call], frame)[call.id], expected, verdict.Stats())
+
+
+FLT_MAX = float(np.finfo(np.float32).max)
+DENORMAL_STEP = 2.0**-149
+
+
+@pytest.mark.parametrize(
+    ("want", "got", "passes"),
+    [
+        (0.0, 1.97e-39, False),  # a clamped exp's masked softmax position: atol must not hide it
+        (0.0, 1.2e-38, False),  # exp(-inf) clamped to FLT_MIN
+        (0.0, -0.0, True),  # either zero
+        (0.0, DENORMAL_STEP, True),  # one rounding step at the underflow edge
+        (0.0, 2 * DENORMAL_STEP, False),
+        (float("inf"), FLT_MAX, False),  # exp(100) clamped to FLT_MAX
+        (float("inf"), float("inf"), True),
+        (float("nan"), 0.0, False),
+        (float("nan"), float("nan"), True),
+        (5.5e-42, 0.0, False),  # a denormal result flushed to zero
+        (5.5e-42, 5.5e-42 + DENORMAL_STEP, True),  # one step off on the denormal grid (atol 3e-45)
+        (1.0, 1.00005, True),  # rtol 1e-4
+    ],
+)
+def test_exp_f32s_special_values_are_exact(want: float, got: float, passes: bool) -> None:
+    failure = _exp_case("exp_f32", [1.0, want, 2.0], [1.0, got, 2.0])
+    assert (failure is None) == passes, failure
+    if failure is not None:
+        assert (failure.what, failure.index) == ("mismatch", 1)
+
+
+def test_without_exact_special_atol_still_covers_tiny_results() -> None:
+    # sigmoid(-100): 0 in the reference, ~1e-8 in MLAS's clamped logistic; both within atol 1e-5
+    assert load_task("sigmoid").tolerance.exact_special is False
+    assert _exp_case("sigmoid", [0.5, 0.0, 0.7], [0.5, 1e-8, 0.7]) is None
+    # but an infinite or NaN expected value is exact in every task
+    assert _exp_case("sigmoid", [0.5, float("nan"), 0.7], [0.5, 1.0, 0.7]) is not None
+
+
+def test_element_bound_is_zero_for_infinities_and_one_step_for_exact_zeros() -> None:
+    tol = load_task("exp_f32").tolerance
+    want = np.array([float("inf"), float("-inf"), 0.0, 1.0])
+    bound = verdict.element_bound(tol, want, DENORMAL_STEP)
+    assert bound.tolist() == [0.0, 0.0, DENORMAL_STEP, tol.atol + tol.rtol]
+
+
+def test_an_all_zero_expected_output_is_judged_by_the_elements_alone() -> None:
+    # sigmoid(-100) alone at n = 1: 0 in the reference, 3e-39 from an exp clamped at FLT_MAX; the
+    # normalized error has no scale there (it was inf), atol 1e-5 decides
+    assert _exp_case("sigmoid", [0.0], [3e-39]) is None
+    assert _exp_case("sigmoid", [0.0], [1e-3]) is not None
+    # under exact_special the same tiny value is wrong
+    assert _exp_case("exp_f32", [0.0], [3e-39]) is not None

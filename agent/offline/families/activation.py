@@ -109,7 +109,7 @@ def _value_helper(src: rm.CSource, kind: str, k: dict[str, KnobValue]) -> str:
         phi = rm.phi_f32(src, lmul, deg, int(k["erfcx_degree"]), recip)
         body = f"    return __riscv_vfmul_vv_{s}(x, {phi}(x, vl), vl);"
     else:
-        exp, rcp = rm.exp_f32(src, lmul, deg), rm.recip_f32(src, lmul, recip)
+        exp, rcp = rm.exp_f32(src, lmul, deg, tails="nan"), rm.recip_f32(src, lmul, recip)
         if kind == "silu":  # x / (1 + e^-x)
             arg = f"__riscv_vfneg_v_{s}(x, vl)"
         else:  # gelu_tanh: 0.5x(1 + tanh(u)) = x / (1 + e^(-2u)), u = c x (1 + 0.044715 x^2)

@@ -109,7 +109,7 @@ def _attention(task: KernelTask, names: list[str], k: dict[str, KnobValue], src:
     heads, seq, hd, q, kk, v, out = names
     lmul, keys, chunk = int(k["lmul"]), int(k["keys"]), int(k["chunk"])
     s, t = rm.suffix("f", 32, lmul), rm.vtype("f", 32, lmul)
-    exp = rm.exp_f32(src, lmul, int(k["exp_degree"]))
+    exp = rm.exp_f32(src, lmul, int(k["exp_degree"]), tails="clamped")
     red = "__riscv_vfmv_s_f_f32m1(0.0f, 1)"
 
     def dots(u: int) -> list[str]:
@@ -329,7 +329,7 @@ def _rwkv(task: KernelTask, names: list[str], k: dict[str, KnobValue], src: rm.C
     c, kk, v, w, u, aa, bb, pp, wkv = names
     lmul = int(k["lmul"])
     s, t = rm.suffix("f", 32, lmul), rm.vtype("f", 32, lmul)
-    exp = rm.exp_f32(src, lmul, int(k["exp_degree"]))
+    exp = rm.exp_f32(src, lmul, int(k["exp_degree"]), tails="clamped")
     rcp = rm.recip_f32(src, lmul, str(k["recip"]))
 
     def ld(p: str) -> str:

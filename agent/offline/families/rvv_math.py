@@ -6,15 +6,26 @@ helpers are keyed by (function, LMUL, parameters), so one source can hold severa
 
 Error bounds (relative, f32 evaluation, measured by `approximation_error` and checked by the tests):
 
-exp(x)   x is clamped to [-87.33, 88.72] (so 2^n stays a normal number: n >= -126 implies r >= 0, and
-         n = 128 implies r < 0), n = round(x*log2(e)) through the 1.5*2^23 shifter (one FMA; the low
-         mantissa bits of the shifted value are n, so `bits << 23` is n in the exponent field),
-         r = x - n*ln2 in two steps (ln2 split into a short head, exact in n*head, and a tail), and
-         e^r on [-ln2/2, ln2/2] by a polynomial fitted as a discrete minimax of the relative error
-         (LP over 3001 points). `EXP_ERROR[d]` is the bound of degree d including f32 rounding.
-         The result is 2^n * p(r), formed by adding n << 23 to the bits of p(r).
+exp(x)   the full float range, as C's expf: +inf above ln(FLT_MAX) = 88.72, denormals below -87.34,
+         exactly 0 below -103.97 (half the smallest denormal) and for -inf, NaN for NaN. x is clamped
+         to [-104, 89] (n then fits the split below; the clamped ends still overflow to inf and
+         underflow to 0), n = round(x*log2(e)) through the 1.5*2^23 shifter (one FMA; the low mantissa
+         bits of the shifted value are n), r = x - n*ln2 in two steps (ln2 split into a short head,
+         exact in n*head, and a tail), and e^r on [-ln2/2, ln2/2] by a polynomial fitted as a discrete
+         minimax of the relative error (LP over 3001 points). `EXP_ERROR[d]` is the bound of degree d
+         including f32 rounding. The result is 2^n * p(r) with 2^n split into 2^a * 2^b, a = floor(n/2),
+         b = n - a (both normal for n in [-150, 128]): 2^a is added into the exponent bits of p(r)
+         (exact), the multiplication by 2^b rounds once, to inf, a denormal or 0 as IEEE prescribes.
+         A NaN lane is set back to NaN at the end (the clamp's vfmin/vfmax would turn it into a number).
+         Cost: 5 vector operations per strip more than a clamp to the normal range.
+         `tails` picks what a caller needs: "ieee" is the above; "nan" clamps to [-87.33, 88.72] (results
+         FLT_MIN..FLT_MAX, 2^n added into the exponent bits of p(r), 2 operations fewer than "ieee") and
+         keeps NaN, for tasks whose atol is far above FLT_MIN and that have no exact zeros (sigmoid, SiLU,
+         tanh, GELU, log-softmax); "clamped" drops the NaN check too, for arguments that are never NaN
+         (attention's and RWKV's differences of finite inputs).
 1/d      `vfrec7` (7-bit estimate) refined by Newton steps r += r*(1 - d*r): 14 bits after one step,
-         full f32 (~1 ulp) after two. "div" uses `vfrdiv` instead (exact, but slow on the X60).
+         full f32 (~1 ulp) after two; 1/+inf is set to 0 (the step would make inf*0 = NaN: Phi's
+         t = 1/(1 + |x|/2sqrt2) at x = inf). "div" uses `vfrdiv` instead (exact, but slow on the X60).
 sigmoid  1/(1 + e^-x): relative error <= exp error (the factor e/(1+e) < 1) + reciprocal error.
 tanh     sign(x) * (1 - e)/(1 + e) with e = e^(-2|x|): no overflow; near 0 the error is absolute,
          a few ulp of 1 (the task tolerances carry an atol for that).
@@ -47,7 +58,11 @@ LMULS = (1, 2, 4, 8)
 LN2_HI = 0.693145751953125  # 0x3f317200: n * LN2_HI is exact for |n| <= 2^8
 LN2_LO = 1.428606820309417e-06  # ln2 - LN2_HI
 SHIFTER = 12582912.0  # 1.5 * 2^23: adding it rounds to an integer held in the low mantissa bits
-EXP_LO, EXP_HI = -87.33, 88.72
+# The clamp of exp's argument: below -103.97 e^x rounds to 0 and above 88.73 to inf, so clamping to
+# [-104, 89] changes no result; it keeps n = round(x*log2 e) in [-150, 128] for the 2^a * 2^b split.
+EXP_LO, EXP_HI = -104.0, 89.0
+NORMAL_LO, NORMAL_HI = -87.33, 88.72  # tails "nan", "clamped": 2^n stays normal (n in [-126, 128], r < 0 at 128)
+FLT_MAX = 3.4028234663852886e38
 
 # e^r on [-ln2/2, ln2/2], coefficients c0..cd (f32 values; c0 = 1 so e^0 is exactly 1: a row of one
 # element gives softmax 1 and log-softmax 0 exactly, and online rescaling by e^0 loses nothing), and the
@@ -179,41 +194,69 @@ def _horner(lines: list[str], s: str, t: str, var: str, x: str, coeffs: tuple[fl
         lines.append(f"    {var} = __riscv_vfmadd_vv_{s}({var}, {x}, __riscv_vfmv_v_f_{s}({c_float(c)}, vl), vl);")
 
 
-def exp_f32(src: CSource, lmul: int, degree: int) -> str:
-    """Add `nn_exp_<sfx>_d<degree>(x, vl)`: e^x on f32 lanes, relative error <= EXP_ERROR[degree]."""
+EXP_TAILS = ("ieee", "nan", "clamped")
+
+
+def exp_f32(src: CSource, lmul: int, degree: int, tails: str = "ieee") -> str:
+    """Add `nn_exp_<sfx>_d<degree>_<tails>(x, vl)`: e^x on f32 lanes, relative error <= EXP_ERROR[degree];
+    beyond the normal range as `tails` says (module notes: "ieee" as expf, "nan", "clamped")."""
     if degree not in EXP_COEFFS:
         raise InvalidInput(f"exp polynomial degree {degree} is not available", f"use one of {sorted(EXP_COEFFS)}")
+    if tails not in EXP_TAILS:
+        raise InvalidInput(f"exp tails {tails!r} are not available", f"use one of {EXP_TAILS}")
     s, t, it = suffix("f", 32, lmul), vtype("f", 32, lmul), vtype("i", 32, lmul)
-    si = suffix("i", 32, lmul)
-    name = f"nn_exp_{s}_d{degree}"
+    si, b = suffix("i", 32, lmul), int(32 / lmul_ratio(lmul))
+    full_range, keep_nan = tails == "ieee", tails != "clamped"
+    name = f"nn_exp_{s}_d{degree}_{tails}"
+    lo, hi = (EXP_LO, EXP_HI) if full_range else (NORMAL_LO, NORMAL_HI)
+    scaling = (
+        "times 2^a (exponent bits) times 2^b (one rounding: inf, denormal or 0), a + b = n"
+        if full_range
+        else "2^n added into the exponent bits (results FLT_MIN..FLT_MAX)"
+    )
     lines = [
-        "/* e^x: clamp, n = round(x*log2e) by the 1.5*2^23 shifter, r = x - n*ln2 (two-part ln2),",
-        f"   degree-{degree} minimax polynomial for e^r on [-ln2/2, ln2/2] (rel. error <= "
-        f"{EXP_ERROR[degree]:.1e}), then 2^n added into the exponent bits. */",
+        f"/* e^x: clamp to [{lo}, {hi}], n = round(x*log2e) by the 1.5*2^23 shifter, r = x - n*ln2 (two-part",
+        f"   ln2), degree-{degree} minimax polynomial for e^r on [-ln2/2, ln2/2] (rel. error <= "
+        f"{EXP_ERROR[degree]:.1e}),",
+        f"   {scaling}; " + ("a NaN input stays NaN (the clamp would make it a number). */" if keep_nan else "*/"),
         f"static inline {t} {name}({t} x, size_t vl)",
         "{",
-        f"    x = __riscv_vfmin_vf_{s}(__riscv_vfmax_vf_{s}(x, {c_float(EXP_LO)}, vl), {c_float(EXP_HI)}, vl);",
-        f"    {t} sh = __riscv_vfmadd_vf_{s}(x, {c_float(1.0 / math.log(2.0))}, "
+        *([f"    {mask_type(32, lmul)} nan = __riscv_vmfne_vv_{s}_b{b}(x, x, vl);"] if keep_nan else []),
+        f"    {t} xc = __riscv_vfmin_vf_{s}(__riscv_vfmax_vf_{s}(x, {c_float(lo)}, vl), {c_float(hi)}, vl);",
+        f"    {t} sh = __riscv_vfmadd_vf_{s}(xc, {c_float(1.0 / math.log(2.0))}, "
         f"__riscv_vfmv_v_f_{s}({c_float(SHIFTER)}, vl), vl);",
         f"    {t} n = __riscv_vfsub_vf_{s}(sh, {c_float(SHIFTER)}, vl);",
-        f"    {t} r = __riscv_vfnmsac_vf_{s}(x, {c_float(LN2_HI)}, n, vl);",
+        f"    {t} r = __riscv_vfnmsac_vf_{s}(xc, {c_float(LN2_HI)}, n, vl);",
         f"    r = __riscv_vfnmsac_vf_{s}(r, {c_float(LN2_LO)}, n, vl);",
     ]
     _horner(lines, s, t, "p", "r", EXP_COEFFS[degree])
-    lines += [
-        f"    {it} e = __riscv_vsll_vx_{si}(__riscv_vreinterpret_v_{s}_{si}(sh), 23, vl);",
-        f"    return __riscv_vreinterpret_v_{si}_{s}(__riscv_vadd_vv_{si}(__riscv_vreinterpret_v_{s}_{si}(p), e, vl));",
-        "}",
-    ]
+    # e = n << 23 (n in the top 9 bits, signed: the low mantissa bits of the shifted value are n)
+    lines.append(f"    {it} e = __riscv_vsll_vx_{si}(__riscv_vreinterpret_v_{s}_{si}(sh), 23, vl);")
+    if full_range:  # a = floor(n/2) = e >> 24; 2^b = bits((n - a + 127) << 23)
+        lines += [
+            f"    {it} a = __riscv_vsll_vx_{si}(__riscv_vsra_vx_{si}(e, 24, vl), 23, vl);",
+            f"    {it} pa = __riscv_vadd_vv_{si}(__riscv_vreinterpret_v_{s}_{si}(p), a, vl);",
+            f"    {it} sb = __riscv_vadd_vx_{si}(__riscv_vsub_vv_{si}(e, a, vl), 127 << 23, vl);",
+            f"    {t} y = __riscv_vfmul_vv_{s}(__riscv_vreinterpret_v_{si}_{s}(pa), "
+            f"__riscv_vreinterpret_v_{si}_{s}(sb), vl);",
+        ]
+    else:
+        lines += [
+            f"    {it} pe = __riscv_vadd_vv_{si}(__riscv_vreinterpret_v_{s}_{si}(p), e, vl);",
+            f"    {t} y = __riscv_vreinterpret_v_{si}_{s}(pe);",
+        ]
+    nan = f'__riscv_vfmerge_vfm_{s}(y, __builtin_nanf(""), nan, vl)' if keep_nan else "y"
+    lines += [f"    return {nan};", "}"]
     return src.add(name, "\n".join(lines))
 
 
-def recip_f32(src: CSource, lmul: int, mode: str) -> str:
-    """Add `nn_recip_<sfx>_<mode>(d, vl)`: 1/d by vfrec7 + two Newton steps ("nr2") or vfrdiv ("div")."""
+def recip_f32(src: CSource, lmul: int, mode: str, of_inf: bool = False) -> str:
+    """Add `nn_recip_<sfx>_<mode>(d, vl)`: 1/d by vfrec7 + two Newton steps ("nr2") or vfrdiv ("div");
+    `of_inf`: d may be +inf (the Newton steps need 1/inf set to 0)."""
     if mode not in RECIP_MODES:
         raise InvalidInput(f"reciprocal mode {mode!r} is not available", f"use one of {RECIP_MODES}")
     s, t = suffix("f", 32, lmul), vtype("f", 32, lmul)
-    name = f"nn_recip_{s}_{mode}"
+    name = f"nn_recip_{s}_{mode}" + ("_inf" if of_inf and mode == "nr2" else "")
     if mode == "div":
         body = f"    return __riscv_vfrdiv_vf_{s}(d, 1.0f, vl);"
     else:
@@ -221,7 +264,10 @@ def recip_f32(src: CSource, lmul: int, mode: str) -> str:
             f"    e = __riscv_vfnmsac_vv_{s}(__riscv_vfmv_v_f_{s}(1.0f, vl), d, r, vl);\n"
             f"    r = __riscv_vfmacc_vv_{s}(r, r, e, vl);"
         )
-        body = f"    {t} r = __riscv_vfrec7_v_{s}(d, vl);\n    {t} e;\n{step}\n{step}\n    return r;"
+        # 1/+inf = 0 (the Newton step would give inf*0 = NaN); a caller's d is >= 1, inf or NaN
+        inf = f"__riscv_vmfgt_vf_{s}_b{int(32 / lmul_ratio(lmul))}(d, {c_float(FLT_MAX)}, vl)"
+        ret = f"__riscv_vfmerge_vfm_{s}(r, 0.0f, {inf}, vl)" if of_inf else "r"
+        body = f"    {t} r = __riscv_vfrec7_v_{s}(d, vl);\n    {t} e;\n{step}\n{step}\n    return {ret};"
     code = f"/* 1/d ({mode}) */\nstatic inline {t} {name}({t} d, size_t vl)\n{{\n{body}\n}}"
     return src.add(name, code)
 
@@ -229,7 +275,7 @@ def recip_f32(src: CSource, lmul: int, mode: str) -> str:
 def sigmoid_f32(src: CSource, lmul: int, degree: int, recip: str) -> str:
     """Add a helper computing 1/(1 + e^-x)."""
     s, t = suffix("f", 32, lmul), vtype("f", 32, lmul)
-    exp, rcp = exp_f32(src, lmul, degree), recip_f32(src, lmul, recip)
+    exp, rcp = exp_f32(src, lmul, degree, tails="nan"), recip_f32(src, lmul, recip)
     name = f"nn_sigmoid_{s}_d{degree}_{recip}"
     code = (
         f"static inline {t} {name}({t} x, size_t vl)\n{{\n"
@@ -242,7 +288,7 @@ def sigmoid_f32(src: CSource, lmul: int, degree: int, recip: str) -> str:
 def tanh_f32(src: CSource, lmul: int, degree: int, recip: str) -> str:
     """Add a helper computing tanh(x) = sign(x) (1 - e)/(1 + e), e = e^(-2|x|)."""
     s, t = suffix("f", 32, lmul), vtype("f", 32, lmul)
-    exp, rcp = exp_f32(src, lmul, degree), recip_f32(src, lmul, recip)
+    exp, rcp = exp_f32(src, lmul, degree, tails="nan"), recip_f32(src, lmul, recip)
     name = f"nn_tanh_{s}_d{degree}_{recip}"
     code = (
         f"static inline {t} {name}({t} x, size_t vl)\n{{\n"
@@ -259,7 +305,7 @@ def phi_f32(src: CSource, lmul: int, exp_degree: int, erfcx_degree: int, recip: 
     if erfcx_degree not in ERFCX_COEFFS:
         raise InvalidInput(f"erfcx degree {erfcx_degree} is not available", f"use one of {sorted(ERFCX_COEFFS)}")
     s, t = suffix("f", 32, lmul), vtype("f", 32, lmul)
-    exp, rcp = exp_f32(src, lmul, exp_degree), recip_f32(src, lmul, recip)
+    exp, rcp = exp_f32(src, lmul, exp_degree, tails="nan"), recip_f32(src, lmul, recip, of_inf=True)
     name = f"nn_phi_{s}_d{exp_degree}_e{erfcx_degree}_{recip}"
     half = tuple(0.5 * c for c in ERFCX_COEFFS[erfcx_degree])  # fold h = 0.5 * e * erfcx
     lines = [

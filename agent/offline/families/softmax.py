@@ -94,7 +94,10 @@ class _Kernel:
         self.lmul, self.unroll = int(k["lmul"]), int(k["unroll"])
         self.fusion, self.once = str(k["fusion"]), k["reduction"] == "once"
         self.s, self.t = rm.suffix("f", 32, self.lmul), rm.vtype("f", 32, self.lmul)
-        self.exp = rm.exp_f32(src, self.lmul, int(k["exp_degree"]))
+        # softmax's masked positions must come out exactly 0: the full-range exp; log-softmax only sums
+        # its terms (x - max, never NaN for its inputs), where one clamped to FLT_MIN is as good as 0
+        tails = "ieee" if self.kind == "softmax" else "clamped"
+        self.exp = rm.exp_f32(src, self.lmul, int(k["exp_degree"]), tails=tails)
 
     def code(self) -> str:
         rows, cols, x, y = self.names
@@ -139,7 +142,8 @@ class _Kernel:
                 ),
             ]
         return [
-            f"        {t} vmx = __riscv_vfmv_v_f_{s}(xr[0], vm);",
+            # -FLT_MAX, not xr[0]: a row that starts masked (-inf) would make exp(-inf - -inf) = NaN
+            f"        {t} vmx = __riscv_vfmv_v_f_{s}({rm.c_float(-rm.FLT_MAX)}, vm);",
             *self._chunk_loop(
                 [f"            vmx = __riscv_vfmax_vv_{s}_tu(vmx, vmx, __riscv_vle32_v_{s}(xr + i, vl), vl);"]
             ),
@@ -190,7 +194,8 @@ class _Kernel:
         """Max and sum in one pass: per lane m, s with s = s*exp(m - m') + exp(x - m') (tail-undisturbed)."""
         s, t, exp = self.s, self.t, self.exp
         return [
-            f"        {t} vmx = __riscv_vfmv_v_f_{s}(xr[0], vm);",
+            # -FLT_MAX, not xr[0]: a row that starts masked (-inf) would make exp(-inf - -inf) = NaN
+            f"        {t} vmx = __riscv_vfmv_v_f_{s}({rm.c_float(-rm.FLT_MAX)}, vm);",
             f"        {t} vs = __riscv_vfmv_v_f_{s}(0.0f, vm);",
             *self._chunk_loop(
                 [
