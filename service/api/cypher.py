@@ -2,7 +2,8 @@
 
 Neo4j judges every query, not a text pattern: `EXPLAIN` gives its plan (nothing runs), and any operator
 outside READ_OPERATORS (writes, schema, LOAD CSV, SHOW TRANSACTIONS/SETTINGS, TERMINATE, CALL { } IN
-TRANSACTIONS) or a procedure outside READ_PROCEDURES refuses the query. Then it runs in a READ access-mode
+TRANSACTIONS) or a procedure outside READ_PROCEDURES refuses the query, and so does a vector search or a
+regular expression whose cost is not provably bounded (service/api/plan_guard.py). Then it runs in a READ access-mode
 transaction with a server-side timeout, a row cap and a byte cap, streamed; the service abandons the
 connection at timeout + 0.5 s because Neo4j stops a query only between rows. The local server's config
 adds a second wall (knowledge/local_neo4j.hardening: no file URLs, every IP blocked for LOAD CSV, a
