@@ -24,9 +24,6 @@ import org.neo4j.graphdb.GraphDatabaseService;
  *     [--tx-total-max 700m] [--tx-max 256m] [--tx-timeout 0s] [--set key=value ...] [--watch-pid PID]
  * </pre>
  *
- * An analyst's query (transaction metadata eok_query) that Neo4j terminated but that goes on computing
- * one expression is stopped 2 s later by the Reaper thread, so a timeout frees the database.
- *
  * With --watch-pid the server stops itself (cleanly) when that process ends, so a test session that
  * dies without stopping its server does not leave it running.
  *
@@ -36,8 +33,6 @@ import org.neo4j.graphdb.GraphDatabaseService;
  */
 public final class Launcher {
     private static final String DATABASE = "neo4j";
-    // How long an analyst's query may go on computing after Neo4j terminated it (see Reaper).
-    private static final long REAP_AFTER_MS = 2000;
 
     private Launcher() {}
 
@@ -75,7 +70,6 @@ public final class Launcher {
             log("database " + DATABASE + " did not become available");
             System.exit(1);
         }
-        Reaper.start(db, REAP_AFTER_MS);
         long pid = ProcessHandle.current().pid();
         String port = settings.get("server.bolt.listen_address").replaceAll(".*:", "");
         Files.writeString(ready, "pid=" + pid + "\nport=" + port + "\nsince=" + Instant.now() + "\n");
@@ -180,7 +174,7 @@ public final class Launcher {
         return null;
     }
 
-    static void log(String message) {
+    private static void log(String message) {
         System.out.println(Instant.now() + " eok-neo4j: " + message);
         System.out.flush();
     }
