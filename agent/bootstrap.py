@@ -177,8 +177,9 @@ class Bootstrapper:
             if r.status != RunStatus.QUEUED and r.status != RunStatus.RUNNING:
                 self.opt.recorder.update_run(r.id, status=RunStatus.QUEUED.value, error=None, finished_at=None)
         self._set_status(boot.id, RunStatus.RUNNING)
+        where = self._record_executor(boot)
         tracker = _Tracker(boot.id, total=len(runs), done=len(runs) - len(todo))
-        emit(tracker.event("started", message=f"{len(todo)} of {len(runs)} runs to go; {boot.executor}"))
+        emit(tracker.event("started", message=f"{len(todo)} of {len(runs)} runs to go; {where}"))
         t0 = time.monotonic()
         at_once = max(1, min(len(todo) or 1, self._runs_at_once(todo)))
         interrupted = False
@@ -231,6 +232,17 @@ class Bootstrapper:
                 emit(tracker.event("evaluation", run=run, best=e.best_speedup))
 
         self.opt.execute(run.id, on_event=on_event, cancel=cancel)
+
+    def _record_executor(self, boot: Bootstrap) -> str:
+        """The executor this execution really has (a resume may have fewer nodes than the plan saw): it
+        becomes `executor`, and `executors` gets one line per execution (the first, then each resume)."""
+        where = self.opt.executor.describe()
+        self.store.write(
+            "MATCH (b:Bootstrap {id: $id}) SET b.executor = $where, b.executors = coalesce(b.executors, []) + $where",
+            id=boot.id,
+            where=where,
+        )
+        return where
 
     def _set_status(self, bootstrap_id: str, status: RunStatus) -> None:
         finished = utcnow() if status in (RunStatus.DONE, RunStatus.INTERRUPTED) else None

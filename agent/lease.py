@@ -57,7 +57,7 @@ class LeaseHeld(EokError):
     code = "run_owned"
 
 
-def _dead_on_this_host(owner: str) -> bool:
+def dead_on_this_host(owner: str) -> bool:
     """The owner (host:pid:nonce) ran on this machine and its process is gone. A reused pid looks alive:
     then the lease is simply waited out."""
     host, _, rest = owner.partition(":")
@@ -80,7 +80,7 @@ class RunLease:
         if rows and rows[0]["free"]:
             return True
         holder, _ = self.holder()
-        if holder and _dead_on_this_host(holder):
+        if holder and dead_on_this_host(holder):
             # kill -9 of an owner on this machine: no need to wait out its lease (the resume a user runs next)
             rows = self.store.write(_TAKE_OVER, id=self.run_id, owner=self.owner, dead=holder, ttl_ms=ttl_ms)
             return bool(rows and rows[0]["free"])

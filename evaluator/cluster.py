@@ -207,6 +207,11 @@ class RayExecutor:
         return None  # the connection stays for the process (other runs may share it)
 
 
+# `ray start` gives its worker processes ports from this range (its --min-worker-port / --max-worker-port
+# defaults) and refuses a head port inside it with a bare ValueError.
+RAY_WORKER_PORTS = (10002, 19999)
+
+
 def node_start_args(
     *,
     head: bool,
@@ -219,6 +224,12 @@ def node_start_args(
 ) -> list[str]:
     """Arguments of `ray start` for an EoK head or worker node."""
     args = ["start", "--disable-usage-stats"]
+    if head and RAY_WORKER_PORTS[0] <= port <= RAY_WORKER_PORTS[1]:
+        low, high = RAY_WORKER_PORTS
+        raise InvalidInput(
+            f"--port {port} is inside Ray's worker port range {low}-{high} (each Ray worker process takes one)",
+            f"give the head a port outside it, e.g. --port 6380 (the default) or --port {high + 1}",
+        )
     if head:
         args += ["--head", f"--port={port}", "--include-dashboard=false"]
     else:

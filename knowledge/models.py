@@ -263,7 +263,8 @@ class Bootstrap(Node):
     runner: str | None = None
     seed: int = 0
     status: RunStatus = RunStatus.QUEUED
-    executor: str = ""  # where its evaluations ran, as the executor described itself
+    executor: str = ""  # where its evaluations run now (the latest execution), as the executor describes itself
+    executors: list[str] = Field(default_factory=list)  # one line per execution: the first, then each resume
     started_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None
 

@@ -2,7 +2,8 @@
 
 Neo4j judges every query, not a text pattern: `EXPLAIN` gives its plan (nothing runs), and any operator
 outside READ_OPERATORS (writes, schema, LOAD CSV, SHOW TRANSACTIONS/SETTINGS, TERMINATE, CALL { } IN
-TRANSACTIONS) or a procedure outside READ_PROCEDURES refuses the query. Then it runs in a READ access-mode
+TRANSACTIONS) or a procedure outside READ_PROCEDURES refuses the query, and so does a vector search or a
+regular expression whose cost is not provably bounded (service/api/plan_guard.py). Then it runs in a READ access-mode
 transaction with a server-side timeout, a row cap and a byte cap, streamed; the service abandons the
 connection at timeout + 0.5 s because Neo4j stops a query only between rows. The local server's config
 adds a second wall (knowledge/local_neo4j.hardening: no file URLs, every IP blocked for LOAD CSV, a
@@ -49,6 +50,7 @@ from neo4j.graph import Relationship as GraphRelationship
 from core.errors import EokError, InvalidInput, NotFound, Unavailable
 from core.settings import PROJECT_ROOT
 from knowledge.store import GraphStore
+from service.api.plan_guard import READ_PROCEDURES, calls_vector_search, check_regex_text, plan_problem
 
 QUERIES_DIR = PROJECT_ROOT / "cypher" / "queries"
 PARAM_TYPES: dict[str, type] = {"string": str, "int": int, "float": float, "bool": bool}
@@ -83,6 +85,16 @@ class Busy(EokError):
 class AnswerTooLarge(EokError):
     http_status = 400
     code = "answer_too_large"
+
+
+class AnswerTooDeep(EokError):
+    http_status = 400  # the answer's shape, the client's to change
+    code = "answer_too_deep"
+
+
+class QueryMemoryLimit(EokError):
+    http_status = 400  # the query needs more memory than one query may have: the client's to change
+    code = "query_memory_limit"
 
 
 class QueryTimeout(EokError):
@@ -286,28 +298,6 @@ READ_OPERATORS = frozenset(
     """.split()
 )
 
-# Read procedures analysts may call (checked by the name in Neo4j's plan, after it resolved backticks).
-READ_PROCEDURES = frozenset(
-    {
-        "db.labels",
-        "db.relationshipTypes",
-        "db.propertyKeys",
-        "db.schema.visualization",
-        "db.schema.nodeTypeProperties",
-        "db.schema.relTypeProperties",
-        "db.index.fulltext.queryNodes",
-        "db.index.fulltext.queryRelationships",
-        "db.index.fulltext.listAvailableAnalyzers",
-        "db.ping",
-        "db.index.vector.queryNodes",
-        "db.index.vector.queryRelationships",
-    }
-)
-# Neo4j reserves memory for k results before a vector search (k = 2e9 killed the server's JVM at once, red
-# team round 2) and its plan hides a literal k behind $autoint_N: k must be a parameter, at most this.
-VECTOR_K_MAX = 1000
-_VECTOR_PROCEDURES = ("db.index.vector.queryNodes", "db.index.vector.queryRelationships")
-
 # Answers larger than this are cut (like the row cap); a single record larger than it is refused.
 DEFAULT_BYTE_CAP = 4 * 1024 * 1024
 # The service never waits longer than timeout + this for Neo4j: Neo4j stops a query only between rows,
@@ -317,6 +307,8 @@ _EXPLAIN_TIMEOUT_S = 10.0
 _SLOT_WAIT_S = 0.5  # how long a request waits for one of the analysts' slots before "busy"
 _EXPLAIN_PREFIX = "EXPLAIN "
 _MODE_PREFIX = re.compile(r"^\s*(?:EXPLAIN|PROFILE)\b\s*", re.I)
+# Values nested deeper than this are refused: to_json and json.dumps recurse once per level.
+ANSWER_MAX_DEPTH = 100
 _VERDICT_CACHE_CHARS = 2 * 2**20  # plan verdicts kept for this many characters of query text
 
 
@@ -426,7 +418,14 @@ class ReadOnlyCypher:
             self._slots.release()
 
     def _check_plan(self, query: str, params: dict[str, Any], tag: str, abandoned: threading.Event) -> None:
-        """EXPLAIN (nothing runs) and refuse any operator that is not a read; verdicts are kept per text."""
+        """EXPLAIN (nothing runs) and refuse any operator that is not a read; verdicts are kept per text.
+        Regular expressions are judged from the text and the parameters first, on every request: Neo4j
+        evaluates LIMIT and SKIP expressions while planning, where nothing would stop a runaway match."""
+        if problem := check_regex_text(query, params):
+            raise WriteRefused(
+                f"the query {problem}; nothing was run",
+                "use CONTAINS, STARTS WITH or ENDS WITH, or a pattern of the shape docs/CYPHER.md describes",
+            )
         with self._verdict_lock:
             known = self._verdicts.get(query)
             if known is not None:
@@ -468,7 +467,7 @@ class ReadOnlyCypher:
                         tx.close()
         if summary.plan is None:
             return "has no plan Neo4j would show, so it cannot be shown to be a read", True
-        return plan_problem(summary.plan, params) or "", not _calls_vector_search(summary.plan)
+        return plan_problem(summary.plan, READ_OPERATORS, params) or "", not calls_vector_search(summary.plan)
 
     def _keep_verdict(self, query: str, verdict: str) -> None:
         """The same text always plans to the same kinds of operators (values change nothing a procedure
@@ -513,6 +512,10 @@ class ReadOnlyCypher:
                 if abandoned.is_set():
                     raise self._timeout() from None
                 raise
+            except RecursionError:  # a shape json_size_floor let through: still the answer's, not a fault
+                raise AnswerTooDeep(
+                    "a value of the answer is nested too deeply to convert", "return a flatter value"
+                ) from None
             finally:
                 watchdog.cancel()
                 if not complete and not abandoned.is_set():
@@ -576,51 +579,6 @@ def _abandon(tx: neo4j.Transaction, abandoned: threading.Event) -> None:
             connection.kill()
 
 
-def plan_problem(plan: Mapping[str, Any], params: Mapping[str, Any] | None = None) -> str | None:
-    """Why a plan is not a read inside the graph (or not a bounded one), or None; walks every operator."""
-    operator = str(plan.get("operatorType", "")).split("@", 1)[0]
-    base = operator.split("(", 1)[0]
-    if base not in READ_OPERATORS:
-        return f"needs the operator {operator} (not a read of the graph)"
-    if base == "ProcedureCall":
-        details, name = _procedure(plan)
-        if name not in READ_PROCEDURES:
-            return f"calls the procedure {name or details!r}, which is not one of the allowed read procedures"
-        if name in _VECTOR_PROCEDURES and (problem := _vector_k_problem(name, details, params or {})):
-            return problem
-    for child in plan.get("children", []):
-        problem = plan_problem(child, params)
-        if problem:
-            return problem
-    return None
-
-
-def _procedure(plan: Mapping[str, Any]) -> tuple[str, str]:
-    """An operator's Details text and the procedure name it starts with (a ProcedureCall's)."""
-    details = str(plan.get("args", {}).get("Details", ""))
-    return details, details.split("(", 1)[0].strip()
-
-
-def _calls_vector_search(plan: Mapping[str, Any]) -> bool:
-    if _procedure(plan)[1] in _VECTOR_PROCEDURES:
-        return True
-    return any(_calls_vector_search(child) for child in plan.get("children", []))
-
-
-def _vector_k_problem(name: str, details: str, params: Mapping[str, Any]) -> str | None:
-    """A vector search's k (its second argument) must be a parameter the request gives, 1..VECTOR_K_MAX."""
-    args = details.split("(", 1)[1].rsplit(")", 1)[0] if "(" in details else ""
-    parts = [a.strip() for a in args.split(",")]
-    k = parts[1] if len(parts) > 1 else ""
-    value = params.get(k[1:]) if k.startswith("$") and not k.startswith("$auto") else None
-    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= VECTOR_K_MAX:
-        return None
-    return (
-        f"calls {name} with k = {k or '?'}; k must be a request parameter from 1 to {VECTOR_K_MAX} (write "
-        f'`$k` and send "params": {{"k": 10}}): Neo4j reserves memory for k results before it searches'
-    )
-
-
 def _strip_strings_and_comments(text: str) -> str:
     """Saved-query files only: blank strings and comments so `$name` uses can be listed (not a guard)."""
     out = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
@@ -641,12 +599,34 @@ def translate_neo4j_error(e: Neo4jError, timeout_s: float) -> EokError:
             f"the query ran longer than the {timeout_s:g} s limit and was stopped",
             "narrow the MATCH, add a LIMIT, or use an index-backed property filter",
         )
+    if code.endswith(("MemoryPoolOutOfMemoryError", "TransactionMemoryLimit")):
+        return _memory_limit(message)
     if isinstance(e, CypherSyntaxError) or code == "Neo.ClientError.Statement.SyntaxError":
         return CypherSyntax(f"Cypher syntax error: {_unprefixed(message)}", "fix the query text at the position shown")
     if isinstance(e, ClientError):
         kind = code.rsplit(".", 1)[-1] or "ClientError"
         return CypherError(f"Neo4j refused the query ({kind}): {message}", "fix the query or its parameters")
     return Unavailable(f"Neo4j could not run the query ({code or type(e).__name__}): {message}", "retry later")
+
+
+_MEMORY_LIMIT = re.compile(r"limit ([\d.]+ [KMGT]i?B)")
+
+
+def _memory_limit(message: str) -> EokError:
+    """Neo4j's memory limits: one transaction's (db.memory.transaction.max) is the query's own limit, a 400
+    naming it; all transactions' together (dbms.memory.transaction.total.max) is shared, so 503 busy."""
+    limit = m.group(1) if (m := _MEMORY_LIMIT.search(message)) else "the configured"
+    if "dbms.memory.transaction.total.max" in message:
+        return Busy(
+            f"Neo4j's transactions together reached their {limit} memory limit "
+            "(dbms.memory.transaction.total.max); the query was stopped",
+            "retry in a few seconds",
+        )
+    return QueryMemoryLimit(
+        f"the query needed more than the {limit} of memory one query may use (db.memory.transaction.max) "
+        "and was stopped",
+        "return less: aggregate (count, size) instead of collecting, add a LIMIT, or narrow the MATCH",
+    )
 
 
 _LINE1_POSITION = re.compile(r"\(line 1, column (\d+) \(offset: (\d+)\)\)")
@@ -672,12 +652,20 @@ def _first_lines(text: str, n: int = 4) -> str:
     return "\n".join(text.strip().splitlines()[:n])[:600]
 
 
-def json_size_floor(value: Any, limit: int) -> int:
+def json_size_floor(value: Any, limit: int, max_depth: int = ANSWER_MAX_DEPTH) -> int:
     """A lower bound of len(json.dumps(to_json(value))), counted only until it passes `limit`: a list's
-    separators are counted from its length before its elements are visited, so a huge list costs one len()."""
-    total, stack = 0, [value]
+    separators are counted from its length before its elements are visited, so a huge list costs one len().
+    A value nested deeper than `max_depth` is AnswerTooDeep: converting and serialising it recurses once per
+    level (3,000 nested lists ended in RecursionError and a 500)."""
+    total, stack = 0, [(value, 0)]
     while stack and total <= limit:
-        v = stack.pop()
+        v, depth = stack.pop()
+        if depth > max_depth:
+            raise AnswerTooDeep(
+                f"a value of the answer is nested deeper than {max_depth} levels (lists or maps within each other)",
+                "return a flatter value, e.g. size(list) or a list of scalars",
+            )
+        below = depth + 1
         if isinstance(v, str):
             total += len(v) + 2
         elif isinstance(v, bytes | bytearray):
@@ -685,22 +673,22 @@ def json_size_floor(value: Any, limit: int) -> int:
         elif isinstance(v, list | tuple):
             total += 2 + 2 * max(len(v) - 1, 0)  # brackets and ", " separators
             if total <= limit:
-                stack.extend(v)
+                stack.extend((x, below) for x in v)
         elif isinstance(v, dict):
             total += 2 + 2 * max(len(v) - 1, 0) + 2 * len(v)  # braces, separators, ": " after each key
             if total <= limit:
-                stack.extend(str(k) for k in v)
-                stack.extend(v.values())
+                stack.extend((str(k), below) for k in v)
+                stack.extend((x, below) for x in v.values())
         elif isinstance(v, GraphNode | GraphRelationship):  # its map: id, labels/type and properties
             total += 24 + 2 * len(v)
             if total <= limit:
-                stack.extend(str(k) for k in v)
-                stack.extend(val for k, val in v.items() if not str(k).startswith("embedding"))
+                stack.extend((str(k), below) for k in v)
+                stack.extend((val, below) for k, val in v.items() if not str(k).startswith("embedding"))
         elif isinstance(v, GraphPath):
             total += 30
             if total <= limit:
-                stack.extend(v.nodes)
-                stack.extend(v.relationships)
+                stack.extend((n, below) for n in v.nodes)
+                stack.extend((r, below) for r in v.relationships)
         else:  # numbers, booleans, null, temporals: at least one character
             total += 1
     return total

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
-from agent.lease import LeaseHeld
+from agent.lease import LeaseHeld, dead_on_this_host
 from agent.types import ProgressEvent, RunOutcome, RunRequest
 from core.errors import EokError, NotFound
 from knowledge.models import Experience, Run, RunStatus
@@ -192,11 +192,14 @@ class RunManager:
             self.store.write(f"MATCH (r:Run {{id: $id}}) SET r.{field} = $k", id=run_id, k=key_id)
 
     def _live_owner(self, run_id: str) -> str | None:
-        """The process holding an unexpired lease on the run, if any (agent/lease.py)."""
+        """The process holding an unexpired lease on the run, if any (agent/lease.py). An owner that ran on
+        this machine and whose process is gone holds nothing: its run is taken over at once (kill -9, then
+        resume), as RunLease.take does, rather than after its lease runs out."""
         rows = self.store.read(
             "MATCH (r:Run {id: $id}) WHERE r.lease_until >= datetime() RETURN r.lease_owner AS o", id=run_id
         )
-        return rows[0]["o"] if rows else None
+        owner = rows[0]["o"] if rows else None
+        return None if owner is None or dead_on_this_host(owner) else owner
 
     def _check_capacity(self) -> None:
         with self._lock:

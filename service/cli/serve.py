@@ -21,10 +21,15 @@ class LogLevel(StrEnum):
 
 
 def check_port_free(host: str, port: int) -> None:
-    """A taken port is one line naming it, before anything starts (uvicorn would log and exit later)."""
+    """A taken port is one line naming it, before anything starts (uvicorn would log and exit later).
+
+    SO_REUSEADDR, as uvicorn binds: after a crash (kill -9) with clients connected, the dead server's
+    connections linger in FIN_WAIT/TIME_WAIT on the port; they hold no listener and must not stop a
+    restart. A server still listening there is refused all the same."""
     import socket
 
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError as e:

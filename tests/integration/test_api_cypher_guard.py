@@ -317,3 +317,128 @@ def test_a_row_of_many_nodes_is_measured_by_their_properties(client: TestClient)
     )
     assert r.status_code == 400 and r.json()["error"]["code"] == "answer_too_large", r.text
     assert time.monotonic() - began < 5.0  # refused by the size floor, not after converting 20,000 maps
+
+
+def _answers_as_usual(client: TestClient) -> None:
+    """The next legitimate query answers within its normal time (a few hundred ms on this machine)."""
+    began = time.monotonic()
+    r = client.post("/cypher", json={"query": "MATCH (t:Thought) RETURN count(t) AS n"}, headers=ANALYST)
+    assert r.status_code == 200 and r.json()["rows"][0]["n"] > 0, r.text
+    assert time.monotonic() - began < 2.0
+
+
+def _eok_transactions(api_graph: Container) -> int:
+    """How many analyst queries are still running in Neo4j."""
+    rows = api_graph.store.read(
+        "SHOW TRANSACTIONS YIELD metaData WHERE metaData.eok_query IS NOT NULL RETURN count(*) AS n"
+    )
+    return rows[0]["n"]
+
+
+def _drained(api_graph: Container) -> None:
+    """Runaways earlier tests abandoned on purpose have left Neo4j (they hold its CPU and the slots)."""
+    deadline = time.monotonic() + 240
+    while _eok_transactions(api_graph):
+        assert time.monotonic() < deadline, "abandoned queries never left Neo4j"
+        time.sleep(2)
+
+
+def test_a_vector_search_k_is_read_as_structure_however_it_is_written(
+    client: TestClient, api_graph: Container, neo4j_settings: Settings
+) -> None:
+    """Red team round 3: a first argument holding a comma shifted the comma-split k onto `$k` (= 1) while the
+    real k was 2e9, and Neo4j died of OutOfMemoryError. k is now the plan's second argument as a token list."""
+    _drained(api_graph)
+    server = _server_process(neo4j_settings)
+    v = [0.05] * 384
+    for query, params in (
+        (
+            "CALL db.index.vector.queryNodes(substring('Xthought_embedding_vector', $k, 100), 2000000000, $v) "
+            "YIELD node RETURN node",
+            {"k": 1, "v": v},
+        ),
+        ("CALL db.index.vector.queryNodes('thought_embedding_vector', $k + 0, $v) YIELD node RETURN node", {"k": 5}),
+        (
+            "CALL db.index.vector.queryNodes('thought_embedding_vector', toInteger($k), $v) YIELD node RETURN node",
+            {"k": 5},
+        ),
+        ("CALL db.index.vector.queryNodes('thought_embedding_vector', $p.k, $v) YIELD node RETURN node", {"k": 5}),
+        ("CALL db.index.vector.queryNodes('a,b', [$k, 2000000000][1], $v) YIELD node RETURN node", {"k": 1}),
+    ):
+        began = time.monotonic()
+        r = client.post("/cypher", json={"query": query, "params": {"p": {"k": 3}, "v": v, **params}}, headers=ANALYST)
+        assert r.status_code == 403 and "request parameter from 1 to 1000" in r.json()["error"]["message"], r.text
+        assert time.monotonic() - began < 5.0
+    assert server.is_running()  # the same JVM, alive (pid and start time unchanged)
+    _answers_as_usual(client)
+
+
+REDOS = [
+    ("(.*a){8}", "a" * 60 + "!"),  # polynomial: n^8 on 61 characters
+    ("(x+x+)+y", "x" * 3000),  # exponential
+]
+
+
+def test_regular_expressions_past_the_bound_are_refused_before_anything_runs(
+    client: TestClient, api_graph: Container
+) -> None:
+    """Red team round 3: java.util.regex never checks for termination, so these two answered "timeout" and
+    then ran on in Neo4j, and every analyst query got 503 "busy" until it was restarted by hand."""
+    _drained(api_graph)
+    for pattern, subject in REDOS:
+        for query, params in (
+            ("RETURN $s =~ $re AS m", {"s": subject, "re": pattern}),
+            (f"RETURN $s =~ '{pattern}' AS m", {"s": subject}),
+            ("RETURN $s =~ ($re + '') AS m", {"s": subject, "re": pattern}),
+            ("WITH $re AS re RETURN $s =~ re AS m", {"s": subject, "re": pattern}),
+            # planned (and so evaluated) before anything runs: refused from the text
+            ("RETURN 1 AS one LIMIT size([x IN [1] WHERE $s =~ $re])", {"s": subject, "re": pattern}),
+        ):
+            began = time.monotonic()
+            r = client.post("/cypher", json={"query": query, "params": params}, headers=ANALYST)
+            assert r.status_code == 403 and "regular expression" in r.json()["error"]["message"], (query, r.text)
+            assert time.monotonic() - began < 2.0, query
+        _answers_as_usual(client)
+    assert _eok_transactions(api_graph) == 0  # nothing they sent runs on
+
+
+def test_regular_expressions_of_the_linear_shape_answer(client: TestClient) -> None:
+    for query, params, expected in (
+        ("RETURN $s =~ $re AS m", {"s": "x" * 3000, "re": "x+y"}, False),  # one quantifier: linear
+        ("RETURN $s =~ $re AS m", {"s": "sgemv_n", "re": "(?i)SGEMV_[nt]"}, True),
+        ("RETURN 'RISC-V: vfmacc' =~ 'RISC-V: .*' AS m", {}, True),
+        ("RETURN 'colour' =~ \"colou?r\" AND 'color' =~ $re AS m", {"re": "colou?r"}, True),
+    ):
+        r = client.post("/cypher", json={"query": query, "params": params}, headers=ANALYST)
+        assert r.status_code == 200 and r.json()["rows"] == [{"m": expected}], (query, r.text)
+
+
+def test_a_deeply_nested_answer_is_a_400_and_the_connection_stays_usable(
+    client: TestClient, api_graph: Container, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Red team round 3: 3,000 nested lists gave a 500, ~278 KB of traceback in the log for a 60-byte
+    request, and broke the next request on that connection."""
+    _drained(api_graph)
+    with caplog.at_level("INFO"):
+        r = client.post(
+            "/cypher", json={"query": "RETURN reduce(a = [], i IN range(1, 3000) | [a]) AS deep"}, headers=ANALYST
+        )
+        assert r.status_code == 400 and r.json()["error"]["code"] == "answer_too_deep", r.text
+        assert "100 levels" in r.json()["error"]["message"]
+        _answers_as_usual(client)  # the same client connection
+    logged = "\n".join(f"{rec.getMessage()}\n{rec.exc_text or ''}" for rec in caplog.records)
+    assert "Traceback" not in logged and len(logged) < 2000, logged[:2000]
+
+
+def test_the_memory_limit_of_one_query_is_a_400_naming_it(client: TestClient, api_graph: Container) -> None:
+    """Neo4j stops a transaction past db.memory.transaction.max (256 MiB): that is the query's own limit, not
+    the service being unavailable (it was a 503)."""
+    _drained(api_graph)
+    query = (
+        "UNWIND range(1, 60) AS i WITH collect(reduce(s = toString(i), j IN range(1, 22) | s + s)) AS l "
+        "RETURN size(l) AS n"
+    )
+    r = client.post("/cypher", json={"query": query}, headers=ANALYST)
+    assert r.status_code == 400 and r.json()["error"]["code"] == "query_memory_limit", r.text
+    assert "256" in r.json()["error"]["message"] and "db.memory.transaction.max" in r.json()["error"]["message"]
+    _answers_as_usual(client)

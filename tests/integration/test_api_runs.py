@@ -211,6 +211,37 @@ def test_restart_without_resume_marks_interrupted_then_resume_on_request(graph: 
         assert http.post(f"/runs/{running}/resume", headers=OPERATOR).status_code == 409
 
 
+def test_resume_takes_over_at_once_when_the_owner_process_is_gone(graph: Container) -> None:
+    """kill -9 of the process executing a run on this machine, then POST /runs/{id}/resume: 202 at once, not
+    409 until its 30 s lease expires. A live owner's lease is still respected (409)."""
+    import socket
+    import subprocess
+    import sys
+
+    dead_run, live_run = _left_behind(graph, RunStatus.INTERRUPTED), _left_behind(graph, RunStatus.INTERRUPTED)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        for run_id, pid in ((dead_run, int(gone.stdout)), (live_run, live.pid)):
+            graph.store.write(
+                "MATCH (r:Run {id: $id}) SET r.lease_owner = $o, r.lease_until = datetime() + duration('PT60S')",
+                id=run_id,
+                o=f"{socket.gethostname()}:{pid}:abcd1234",
+            )
+        with serve(graph, StandInOptimizer(graph), resume_runs=False) as http:
+            held = http.post(f"/runs/{live_run}/resume", headers=OPERATOR)
+            assert held.status_code == 409 and str(live.pid) in held.json()["error"]["message"], held.text
+            began = time.monotonic()
+            r = http.post(f"/runs/{dead_run}/resume", headers=OPERATOR)
+            assert r.status_code == 202, r.text
+            assert sse(http, dead_run)[-1]["event"] == "finished"
+            assert time.monotonic() - began < 20  # well inside the dead owner's 60 s lease
+            assert http.get(f"/runs/{dead_run}", headers=READER).json()["status"] == "done"
+    finally:
+        live.kill()
+        live.wait()
+
+
 def test_stopping_the_service_interrupts_a_run_and_the_next_start_resumes_it(graph: Container) -> None:
     slow = StandInOptimizer(graph, step_s=0.3)
     with serve(graph, slow) as http:
@@ -382,3 +413,57 @@ def _answers(http: httpx.Client) -> bool:
         return http.get("/whoami", headers=READER).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def test_serve_restarts_at_once_after_kill_9_with_a_client_connected(graph: Container, tmp_path) -> None:
+    """The dead server's connection to a client lingers on the port (FIN_WAIT2): `eok serve` must start
+    again at once, as uvicorn itself would (SO_REUSEADDR), and a port with a live listener is still refused."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    port = free_port()
+    env = {
+        **os.environ,
+        "NEO4J_URI": graph.settings.bolt_uri,
+        "EOK_HOME": str(tmp_path / "home"),
+        "PYTHONPATH": os.getcwd(),
+    }
+    command = [sys.executable, "-m", "service.cli", "serve", "--port", str(port), "--no-start-db", "--no-resume"]
+
+    def serve_cli() -> subprocess.Popen[str]:
+        return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def health(http: httpx.Client) -> bool:
+        with contextlib.suppress(httpx.HTTPError):
+            return http.get("/health").status_code in (200, 503)
+        return False
+
+    first = serve_cli()
+    second: subprocess.Popen[str] | None = None
+    client: socket.socket | None = None
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+            wait_for(lambda: health(http), timeout_s=240)
+            client = socket.create_connection(("127.0.0.1", port), timeout=5)  # a client that stays connected
+            client.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert client.recv(12).startswith(b"HTTP/1.1")
+            os.kill(first.pid, signal.SIGKILL)
+            first.wait(timeout=30)
+            second = serve_cli()
+            began = time.monotonic()
+            wait_for(lambda: health(http) or second.poll() is not None, timeout_s=240)
+            assert second.poll() is None, second.communicate(timeout=30)[0][-2000:]
+            assert time.monotonic() - began < 120
+            taken = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+            assert taken.returncode != 0 and f"cannot listen on 127.0.0.1:{port}" in taken.stdout + taken.stderr
+            assert "Traceback" not in taken.stdout + taken.stderr
+    finally:
+        if client is not None:
+            client.close()
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)

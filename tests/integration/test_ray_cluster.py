@@ -231,3 +231,21 @@ def test_in_process_and_ray_executors_answer_the_same(cluster: Cluster, tmp_path
     there = _driver(cluster, code, tmp_path / "home")
     assert here.status == EvalStatus.WRONG
     assert there["status"] == here.status.value and there["worker"]
+
+
+def test_a_head_port_in_rays_worker_range_is_one_clear_line(tmp_path: Path) -> None:
+    """`ray start` hands its worker processes the ports 10002-19999 and used to end `eok worker --head
+    --port 16380` in "unexpected ValueError ... report the traceback"; now one line says why and what to use."""
+    out = subprocess.run(
+        [sys.executable, "-m", "service.cli", "worker", "--head", "--port", "16380"],
+        cwd=PROJECT,
+        env=eok_env(EOK_HOME=str(tmp_path / "home")),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    said = (out.stdout + out.stderr).strip()
+    assert out.returncode == 2, said
+    assert "16380" in said and "10002-19999" in said and "--port 6380" in said, said
+    assert "Traceback" not in said and "unexpected" not in said, said
+    assert len(said.splitlines()) <= 2, said  # the error and its hint

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from agent.bootstrap import BootstrapEvent, Bootstrapper, BootstrapRequest, PairRow
@@ -42,7 +42,8 @@ class BootstrapDetail(BaseModel):
     tasks: list[str]
     targets: list[str]
     budget: int
-    executor: str
+    executor: str = Field(description="where its evaluations run now (the latest execution)")
+    executors: list[str] = Field(description="where each execution ran: the first, then each resume")
     active: bool
     rows: list[PairRow]
 
@@ -184,6 +185,7 @@ def _detail(svc: BootstrapService, bootstrap_id: str) -> BootstrapDetail:
         targets=json.loads(b.targets),
         budget=b.budget,
         executor=b.executor,
+        executors=b.executors,
         active=svc.is_active(b.id),
         rows=out.rows,
     )
