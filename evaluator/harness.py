@@ -17,7 +17,7 @@ from pathlib import Path
 from evaluator.tasks import C_TYPES, KernelTask, Param
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "harness.c.in"
-HARNESS_VERSION = "8"  # bump when generated code or template semantics change: part of every cache key
+HARNESS_VERSION = "9"  # bump when generated code or template semantics change: part of every cache key
 MARKER = "/* @EOK_TASK@ */"
 
 _GEN_CODES = {
