@@ -40,6 +40,7 @@ from evaluator.evaluate import Candidate, EvalResult, Evaluator
 from evaluator.executor import EvalExecutor, EvalJob, InProcessExecutor
 from evaluator.targets import TargetProfile, load_target
 from evaluator.tasks import KernelTask, load_task
+from evaluator.toolchain import baseline_note
 from knowledge.models import Experience, ExperienceStatus, Run, RunStatus, Target, Task, utcnow
 from knowledge.starter import starter_knowledge
 
@@ -134,6 +135,7 @@ class Optimizer:
             generator=generator,
             seed=req.seed,
             settings=json.dumps({"task_path": str(task.directory), "runner": runner}),
+            baseline_note=baseline_note(task),
         )
         self.c.ingestor.ingest([_task_node(task), _target_node(target), run])
         return run

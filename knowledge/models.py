@@ -229,6 +229,7 @@ class Run(Node):
     best_experience_id: str | None = None
     best_speedup: float | None = None
     best_competent_speedup: float | None = None
+    baseline_note: str | None = None  # why a speedup over this task's baselines flatters (libm calls, ...)
     evaluations: int = 0
     llm_calls: int = 0
     llm_tokens: int = 0
