@@ -64,6 +64,13 @@ def improved(speedup: float | None) -> bool:
     return bool(speedup and speedup >= MIN_GAIN)
 
 
+def yardstick(competent: float | None, plain: float | None) -> str:
+    """One yardstick on every surface: the speedup over the competent baseline, the plain -O3 one beside it."""
+    if not plain:
+        return "-"
+    return f"{competent:.2f}x over competent, {plain:.2f}x over -O3" if competent else f"{plain:.2f}x over -O3"
+
+
 def over_baseline(x: Any) -> float | None:
     """The speedup a verdict is judged on: over the competent baseline when the task has one (anyone can
     build the reference with the FP flags its tolerance allows), else over the plain clang -O3 one."""
