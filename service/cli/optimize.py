@@ -40,7 +40,9 @@ class _Progress:
 
     def table(self) -> Table:
         t = Table(
-            title=f"evaluations {self.evaluations}/{self.budget}   best {yardstick(*self.best)}", title_justify="left"
+            title=f"evaluations {self.evaluations}/{self.budget}   best {yardstick(*self.best)}",
+            title_justify="left",
+            caption_justify="left",
         )
         for col in ("direction (idea)", "evals", "correct", "best: competent / -O3"):
             t.add_column(col)
@@ -185,6 +187,7 @@ def _print_outcome(o: RunOutcome) -> None:
         title=f"run {r.id}: {r.task_id} on {r.target_key}",
         title_justify="left",
         caption=r.baseline_note or "",
+        caption_justify="left",
     )
     for col in ("over competent", "over -O3", "evals", "LLM calls", "tokens", "time", "status"):  # fits 80 columns
         t.add_column(col)
