@@ -400,9 +400,12 @@ def _baselines(o: RunOutcome) -> list[str]:
 def _directions(o: RunOutcome) -> list[str]:
     seen: dict[str, dict[str, Any]] = {}
     for c in o.candidates:
-        d = seen.setdefault(c.get("direction") or "-", {"title": c.get("direction_title"), "n": 0, "best": 0.0})
+        d = seen.setdefault(
+            c.get("direction") or "-", {"title": c.get("direction_title"), "n": 0, "best": 0.0, "competent": None}
+        )
         d["n"] += 1
-        d["best"] = max(d["best"], c.get("speedup") or 0.0)
+        if (c.get("speedup") or 0.0) > d["best"]:
+            d["best"], d["competent"] = c["speedup"], c.get("competent_speedup")
     if not seen:
         return []
     lines = [
@@ -413,15 +416,12 @@ def _directions(o: RunOutcome) -> list[str]:
         "by their best relevance, each new one first having to bring a technique not yet covered. Within a "
         "direction the agent samples thoughts by how often they helped on this target (Thompson sampling).",
         "",
-        "| direction (idea) | candidates | best |",
+        "| direction (idea) | candidates | best: competent / plain |",
         "|---|---|---|",
     ]
     for key, d in seen.items():
-        lines.append(
-            f"| {d['title'] or key} | {d['n']} | {d['best']:.3f}x |"
-            if d["best"]
-            else f"| {d['title'] or key} | {d['n']} | - |"
-        )
+        best = f"{_x(d['competent'])} / {_x(d['best'])}" if d["best"] else "-"
+        lines.append(f"| {d['title'] or key} | {d['n']} | {best} |")
     return [*lines, ""]
 
 

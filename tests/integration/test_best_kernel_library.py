@@ -128,3 +128,15 @@ def test_every_candidate_is_kept_and_the_report_reproduces_a_task_given_by_path(
     assert line.startswith(f"eok eval {user_task} --target k1-x60 --candidate {run_dir / 'candidates' / '003.c'}")
     assert "--cflags '-ffast-math -mrvv-max-lmul=m2'" in line
     assert f"eok optimize {user_task} " in report
+
+
+def test_the_report_leads_every_figure_with_the_competent_speedup(tmp_path: Path, user_task: Path) -> None:
+    outcome = _outcome(user_task, load_task(user_task).reference_code)
+    outcome.candidates[3].update(speedup=6.95, competent_speedup=1.12, direction="idea-lmul", direction_title="LMUL")
+    outcome.run.baseline_note = "weak baseline: its reference calls scalar libm expf"
+    report = Path(write_artifacts(tmp_path / "run", outcome)["report"]).read_text()
+    assert "**Best kernel: 1.120x over the competent baseline, 6.950x over clang -O3**" in report
+    assert "**Note: weak baseline: its reference calls scalar libm expf.**" in report
+    assert "| LMUL | 1 | 1.120x / 6.950x |" in report  # the directions table
+    assert "| 1.120x / 6.950x |" in report.split("## Evaluated candidates")[1]
+    assert "weak baseline: its reference calls scalar libm expf" in (tmp_path / "run" / "best.c").read_text()
