@@ -56,6 +56,7 @@ class PriorExperience:
     cflags: list[str]
     variant: dict[str, Any]
     key: str  # the candidate key it was recorded under (offline variant key or code hash)
+    competent_speedup: float | None = None  # over the competent baseline; `speedup` is over plain -O3
 
 
 @dataclass
@@ -269,7 +270,8 @@ def _prior(
         "AND ($exclude IS NULL OR t.id <> $exclude) AND x.speedup IS NOT NULL "
         "WITH t, x ORDER BY x.speedup DESC WITH t, collect(x)[0] AS best "
         "RETURN best.id AS id, t.id AS task, best.speedup AS speedup, best.code AS code, best.cflags AS cflags, "
-        "best.variant AS variant, best.code_hash AS key ORDER BY speedup DESC LIMIT $limit",
+        "best.variant AS variant, best.code_hash AS key, best.competent_speedup AS competent "
+        "ORDER BY speedup DESC LIMIT $limit",
         target=target_key,
         task=task_id,
         exclude=exclude,
@@ -284,6 +286,7 @@ def _prior(
             list(r["cflags"] or []),
             json.loads(r["variant"] or "{}"),
             r["key"] or "",
+            r["competent"],
         )
         for r in rows
     ]

@@ -25,6 +25,7 @@ class Parent:
     feedback: str = ""
     experience_id: str | None = None
     status: str = ""  # of its own evaluation ("" for the reference)
+    competent_speedup: float | None = None  # the same code over the competent baseline (what headlines quote)
 
 
 @dataclass

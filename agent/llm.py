@@ -21,8 +21,10 @@ import openai
 
 from agent.context import ThoughtCard, target_isa
 from agent.generation import Generated, GenerationRequest, code_key, repeat_notice
+from agent.report import yardstick
 from core.settings import Settings
 from evaluator.tasks import KernelTask
+from evaluator.toolchain import baseline_note, competent_cflags
 
 log = logging.getLogger(__name__)
 SYSTEM = (
@@ -243,6 +245,10 @@ def _task_section(task: KernelTask) -> str:
         f"Checked for correctness at sizes: {sizes}. Timed at the bench size: {bench}"
         + (f" ({flops:,.0f} flop per call)" if flops else "")
         + f".\nTolerance: rtol={task.tolerance.rtol}, atol={task.tolerance.atol} against the reference."
+        + "\nSpeedups below are over the competent baseline (the reference at -O3 "
+        + " ".join(competent_cflags(task))
+        + "), with the one over plain -O3 beside it."
+        + (f" Note: {baseline_note(task)}." if baseline_note(task) else "")
         + (f"\nNotes: {_notes(task)}" if _notes(task) else "")
     )
 
@@ -253,20 +259,26 @@ def _notes(task: KernelTask) -> str:
     return "\n".join(lines).strip()
 
 
+def _speed(competent: float | None, plain: float | None) -> str:
+    """The run's yardstick (agent.report.yardstick): over the competent baseline first, plain -O3 beside it."""
+    return yardstick(competent, plain or 1.0)
+
+
 def _improve_section(req: GenerationRequest) -> str:
     p, best = req.parent, req.run_best
     parts = []
     if p.code:
         parts.append(
-            f"## Improve this candidate (speedup {p.speedup or 0:.2f}x over the reference at the bench size)\n"
+            f"## Improve this candidate ({_speed(p.competent_speedup, p.speedup)} at the bench size)\n"
             f"```c\n{p.code.strip()}\n```\ncflags: {' '.join(p.cflags) or '(none)'}"
             + (f"\nEvaluator's report on this code: {p.feedback.strip()}" if p.feedback.strip() else "")
         )
     else:
-        parts.append("## Improve on the reference above (speedup 1.00x by definition)")
+        parts.append("## Improve on the reference above (1.00x over -O3 by definition)")
     if best and best.code and best.experience_id != p.experience_id:
         parts.append(
-            f"Best of this run so far (another direction): {best.speedup or 0:.2f}x\n```c\n{best.code.strip()}\n```\n"
+            f"Best of this run so far (another direction): {_speed(best.competent_speedup, best.speedup)}\n"
+            f"```c\n{best.code.strip()}\n```\n"
             f"cflags: {' '.join(best.cflags) or '(none)'}"
         )
     return "\n\n".join(parts)
@@ -277,7 +289,9 @@ def _last_attempt_section(req: GenerationRequest) -> str:
     last = req.last_attempt
     if last is None or not last.code or last.experience_id == req.parent.experience_id:
         return ""
-    result = f"{last.speedup:.2f}x, not better" if last.speedup else (last.status or "failed")
+    result = (
+        f"{_speed(last.competent_speedup, last.speedup)}, not better" if last.speedup else (last.status or "failed")
+    )
     return (
         f"## Your last attempt in this direction ({result})\n```c\n{last.code.strip()}\n```\n"
         f"cflags: {' '.join(last.cflags) or '(none)'}\nDiagnostic for this code:\n{last.feedback.strip() or '(none)'}"
@@ -308,7 +322,7 @@ def _effect_text(t: ThoughtCard) -> str:
         return f"Measured on this target: tried {e['trials']} times, none correct."
     return (
         f"Measured on this target: tried {e['trials']} times, {e['correct']} correct, {e['successes']} improved "
-        f"on their parent; mean speedup over the reference {e['mean_speedup']:.2f}x, mean gain over the parent "
+        f"on their parent; mean speedup over plain -O3 {e['mean_speedup']:.2f}x, mean gain over the parent "
         f"{e['mean_gain']:.2f}x."
     )
 
@@ -319,11 +333,12 @@ def _warm_sections(req: GenerationRequest) -> list[str]:
     if ctx.same_task and ctx.same_task[0].code and ctx.same_task[0].id != req.parent.experience_id:
         p = ctx.same_task[0]
         out.append(
-            f"## Best earlier result for this task on this target: {p.speedup:.2f}x\n```c\n{p.code.strip()}\n```\n"
+            f"## Best earlier result for this task on this target: {_speed(p.competent_speedup, p.speedup)}\n"
+            f"```c\n{p.code.strip()}\n```\n"
             f"cflags: {' '.join(p.cflags) or '(none)'}"
         )
     for p in ctx.similar_tasks[:3]:
-        out.append(f"Best earlier result for task {p.task_id} on this target: {p.speedup:.2f}x")
+        out.append(f"Best earlier result for task {p.task_id} on this target: {_speed(p.competent_speedup, p.speedup)}")
     return out
 
 

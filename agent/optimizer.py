@@ -9,6 +9,7 @@ graph and loses no evaluated candidate.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import random
@@ -33,13 +34,14 @@ from agent.offline import OfflineGenerator, Variant
 from agent.parts import AgentParts
 from agent.posterior import is_success, thompson_pick
 from agent.recorder import Recorder
-from agent.report import candidates, lineage, write_artifacts
+from agent.report import candidates, lineage, write_artifacts, yardstick
 from agent.types import ProgressEvent, RunOutcome, RunRequest
 from core.errors import InvalidInput, NotFound
 from evaluator.evaluate import Candidate, EvalResult, Evaluator
 from evaluator.executor import EvalExecutor, EvalJob, InProcessExecutor
 from evaluator.targets import TargetProfile, load_target
 from evaluator.tasks import KernelTask, load_task
+from evaluator.toolchain import baseline_note
 from knowledge.models import Experience, ExperienceStatus, Run, RunStatus, Target, Task, utcnow
 from knowledge.starter import starter_knowledge
 
@@ -134,6 +136,7 @@ class Optimizer:
             generator=generator,
             seed=req.seed,
             settings=json.dumps({"task_path": str(task.directory), "runner": runner}),
+            baseline_note=baseline_note(task),
         )
         self.c.ingestor.ingest([_task_node(task), _target_node(target), run])
         return run
@@ -196,7 +199,7 @@ class Optimizer:
             self._event(
                 state,
                 "cancelled" if cancel.is_set() else "finished",
-                message=f"best {outcome.run.best_speedup or 0:.2f}x",
+                message=f"best {yardstick(outcome.run.best_competent_speedup, outcome.run.best_speedup)}",
             )
         )
         return outcome
@@ -278,6 +281,8 @@ class Optimizer:
             state.tried.add(exp.code_hash)
             state.outcomes[exp.code_hash] = f"ok {exp.speedup:.2f}x" if exp.speedup else str(exp.status)
             state.step = max(state.step, exp.step + 1)
+            if exp.speedup and exp.competent_speedup:
+                state.competent_ratio = exp.competent_speedup / exp.speedup
             d = by_idea.get(exp.direction or "")
             if exp.status == ExperienceStatus.OK and exp.speedup:
                 if d and (d.best.speedup or 0) < exp.speedup:
@@ -506,21 +511,15 @@ class Optimizer:
                 feedback=exp.feedback,
                 experience_id=exp.id,
                 status=status.value,
+                competent_speedup=exp.competent_speedup,
             )
             d.last = node
             if speedup and speedup > (d.best.speedup or 0):
                 d.best, d.since_improvement = node, 0
             else:
                 d.since_improvement += 1
-                d.best = Parent(
-                    d.best.code,
-                    d.best.cflags,
-                    d.best.variant,
-                    d.best.speedup,
-                    d.best.feedback,
-                    d.best.experience_id,
-                    d.best.status,
-                )  # keep the best with its own feedback: the latest attempt's diagnostic travels with its code
+                # Keep the best with its own feedback: the latest attempt's diagnostic travels with its code.
+                d.best = dataclasses.replace(d.best)
             if improves:
                 state.best = node
             state.outcomes[gen.key] = f"{status.value} {speedup:.2f}x" if speedup else status.value
@@ -588,6 +587,7 @@ def _parent_of(exp: Experience) -> Parent:
         feedback=exp.feedback,
         experience_id=exp.id,
         status=str(exp.status),
+        competent_speedup=exp.competent_speedup,
     )
 
 

@@ -3,8 +3,10 @@ target, parent and run, with the (thought, target) effectiveness statistics upda
 
 An Experience holds both speedups: `speedup` over the plain baseline and `competent_speedup` over the
 competent one (docs/TASKS.md). EFFECT_ON (one meaning: docs/CYPHER.md "Measured effect") adds, for a correct
-candidate, log(speedup) over the plain baseline to sum_log_speedup and log(speedup / parent's) to sum_log_gain;
-both speedups of one task divide the same candidate time, so the gain is the same over either baseline.
+candidate, log(speedup) over the plain baseline to sum_log_speedup and log(speedup / parent's) to sum_log_gain,
+and, when the task has a competent baseline, log(competent speedup) to sum_log_competent (counted in
+competent_correct: the figure surfaces lead with); both speedups of one task divide the same candidate time, so
+the gain is the same over either baseline.
 
 Idempotent: recording the same experience id twice changes nothing (statistics move only on creation), so a
 resumed run can never double-count.
@@ -47,13 +49,16 @@ CALL (x, created, tg) {
     MATCH (t:Thought {id: tid})
     MERGE (x)-[:APPLIED]->(t)
     MERGE (t)-[e:EFFECT_ON]->(tg)
-    ON CREATE SET e.trials = 0, e.successes = 0, e.correct = 0, e.sum_log_speedup = 0.0, e.sum_log_gain = 0.0
+    ON CREATE SET e.trials = 0, e.successes = 0, e.correct = 0, e.sum_log_speedup = 0.0, e.sum_log_gain = 0.0,
+                  e.competent_correct = 0, e.sum_log_competent = 0.0
     FOREACH (_ IN CASE WHEN created THEN [1] ELSE [] END |
         SET e.trials = e.trials + 1,
             e.successes = e.successes + $success,
             e.correct = e.correct + $correct,
             e.sum_log_speedup = e.sum_log_speedup + $log_speedup,
-            e.sum_log_gain = coalesce(e.sum_log_gain, 0.0) + $log_gain)
+            e.sum_log_gain = coalesce(e.sum_log_gain, 0.0) + $log_gain,
+            e.competent_correct = coalesce(e.competent_correct, 0) + $competent_correct,
+            e.sum_log_competent = coalesce(e.sum_log_competent, 0.0) + $log_competent)
 }
 RETURN created
 """
@@ -85,6 +90,8 @@ class Recorder:
         ok = bool(exp.status == "ok" and exp.speedup)
         log_speedup = math.log(exp.speedup) if ok else 0.0
         log_gain = math.log(exp.speedup / (parent_speedup or 1.0)) if ok else 0.0
+        competent = bool(ok and exp.competent_speedup)
+        log_competent = math.log(exp.competent_speedup) if competent and exp.competent_speedup else 0.0
         rows = self.store.write(
             _RECORD,
             props=props,
@@ -92,6 +99,8 @@ class Recorder:
             correct=int(ok),
             log_speedup=log_speedup,
             log_gain=log_gain,
+            competent_correct=int(competent),
+            log_competent=log_competent,
             improves_run=improves_run,
             llm_calls=llm_calls,
             llm_tokens=llm_tokens,

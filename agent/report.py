@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evaluator.toolchain import CLANG, measured_build_flags
 from knowledge.store import GraphStore
 
 if TYPE_CHECKING:
@@ -38,7 +40,7 @@ RETURN x.id AS id, x.step AS step, x.parent_id AS parent, x.status AS status, x.
        x.competent_speedup AS competent_speedup, x.competent_cycles AS competent_cycles,
        x.baseline_cycles AS baseline_cycles, x.candidate_cycles AS candidate_cycles, x.seconds AS seconds,
        x.variant AS variant, x.cflags AS cflags, x.feedback AS feedback, x.measurement AS measurement,
-       x.direction AS direction, i.title AS direction_title, x.generator AS generator
+       x.direction AS direction, i.title AS direction_title, x.generator AS generator, x.code AS code
 ORDER BY x.step
 """
 
@@ -60,6 +62,13 @@ MIN_GAIN = 1.01
 def improved(speedup: float | None) -> bool:
     """A run only has a kernel worth using when its best beats the baseline by at least 1%."""
     return bool(speedup and speedup >= MIN_GAIN)
+
+
+def yardstick(competent: float | None, plain: float | None) -> str:
+    """One yardstick on every surface: the speedup over the competent baseline, the plain -O3 one beside it."""
+    if not plain:
+        return "-"
+    return f"{competent:.2f}x over competent, {plain:.2f}x over -O3" if competent else f"{plain:.2f}x over -O3"
 
 
 def over_baseline(x: Any) -> float | None:
@@ -196,13 +205,11 @@ def write_artifacts(directory: Path, outcome: RunOutcome) -> dict[str, str]:
     stale = directory / "best.c"
     if stale.exists() and not (outcome.best and improved(over_baseline(outcome.best))):
         stale.unlink()  # a resumed run that no longer has a winner must not leave one behind
+    _write_candidates(directory, outcome)
+    paths["candidates"] = str(directory / CANDIDATES_DIR)
     if outcome.best and outcome.best.code and improved(over_baseline(outcome.best)):
         code = directory / "best.c"
-        flags = " ".join(outcome.best.cflags)
-        code.write_text(
-            f"/* EoK run {outcome.run.id}: {_x(outcome.best.competent_speedup)} over the competent baseline, "
-            f"{_x(outcome.best.speedup)} over clang -O3; extra flags: {flags or '-'} */\n" + outcome.best.code
-        )
+        code.write_text(library_source(outcome))
         paths["code"] = str(code)
     if outcome.history:
         paths["plot"] = str(_plot(directory / "speedup.png", outcome))
@@ -212,6 +219,84 @@ def write_artifacts(directory: Path, outcome: RunOutcome) -> dict[str, str]:
     tmp.replace(report)  # never a half-written report, even when interrupted
     paths["report"] = str(report)
     return paths
+
+
+def candidate_file(step: int) -> str:
+    """Where a run folder keeps the code of its candidate `step`, exactly as it was evaluated."""
+    return f"{CANDIDATES_DIR}/{step:03d}.c"
+
+
+CANDIDATES_DIR = "candidates"
+
+
+def _write_candidates(directory: Path, outcome: RunOutcome) -> None:
+    """Every evaluated candidate's code, byte for byte what the evaluator compiled (`eok eval` takes it)."""
+    for c in outcome.candidates:
+        if c.get("code"):
+            path = directory / candidate_file(c["step"])
+            path.parent.mkdir(exist_ok=True)
+            if not path.exists() or path.read_text() != c["code"]:
+                path.write_text(c["code"])
+
+
+def library_source(outcome: RunOutcome) -> str:
+    """best.c: the kernel as a file a library can compile to the code that was measured.
+
+    The flags the run measured it with are part of the kernel (fir5's best is 0.87x of the reference
+    without them), so the file carries its build line and refuses to compile without the macro that line
+    defines; the prototype and headers the evaluator force-included are written out."""
+    b, r = outcome.best, outcome.run
+    assert b is not None
+    argv = library_build_line(outcome)
+    guard = argv[-3].removeprefix("-D")
+    line = shlex.join(argv)
+    note = f"\n * {r.baseline_note}." if r.baseline_note else ""
+    head = (
+        f"/* EoK run {r.id}: {_x(b.competent_speedup)} over the competent baseline, {_x(b.speedup)} over clang -O3 "
+        f"({b.measurement}, {r.task_id} on {r.target_key}).{note}\n"
+        " * Build it as it was measured (the flags are part of the kernel; other flags give other code):\n"
+        f" *   {line}\n"
+        f" * The same code as evaluated, for `eok eval --candidate`: {candidate_file(b.step)} */\n"
+        f"#ifndef {guard}\n"
+        '#error "build best.c with the line at its top: the flags it was measured with are part of the kernel"\n'
+        "#endif\n"
+    )
+    return head + _prelude(r.task_id, _loads(r.settings).get("task_path")) + b.code
+
+
+def library_build_line(outcome: RunOutcome) -> list[str]:
+    """The command that builds best.c as it was measured; its macro (named after the flags) lets it compile."""
+    flags = measured_flags(outcome)
+    guard = "EOK_FLAGS_" + hashlib.sha256(" ".join(flags).encode()).hexdigest()[:8].upper()
+    return [CLANG, *flags, f"-D{guard}", "-c", "best.c"]
+
+
+def measured_flags(outcome: RunOutcome) -> list[str]:
+    """The compiler flags (besides clang's name, the macro and the file) the best kernel was measured with."""
+    from core.settings import get_settings
+    from evaluator.targets import load_target
+
+    r, b = outcome.run, outcome.best
+    assert b is not None
+    runner = _loads(r.settings).get("runner") or "qemu"
+    # As the runners build (evaluator/runners): qemu for the emulator's ISA subset, a board its full ISA,
+    # native for this host whatever target was named.
+    kind = {"qemu": "emulator", "native": "host"}.get(runner, "board")
+    if runner == "ssh" and get_settings().ssh_board_is_emulator:
+        kind = "emulator"
+    target = load_target("host" if kind == "host" else r.target_key)
+    return measured_build_flags(target, kind, list(b.cflags))  # type: ignore[arg-type]
+
+
+def _prelude(task_id: str, task_path: str | None) -> str:
+    """The headers and prototype the evaluator force-included into the candidate (harness.candidate_prelude)."""
+    from evaluator.harness import candidate_prelude
+    from evaluator.tasks import load_task
+
+    try:
+        return candidate_prelude(load_task(task_path or task_id))
+    except Exception:  # the task is gone: the code alone (it may lack a header the evaluator gave it)
+        return ""
 
 
 def _plot(path: Path, outcome: RunOutcome) -> Path:
@@ -286,9 +371,12 @@ def _verdict(o: RunOutcome, paths: dict[str, str]) -> list[str]:
     lines = [
         f"**Best kernel: {_x(b.competent_speedup)} over the competent baseline, {_x(b.speedup)} over clang -O3** "
         f"({b.measurement}): `{paths.get('code', '-')}` "
-        f"(extra flags: `{' '.join(b.cflags) or '-'}`).",
+        f"(extra flags: `{' '.join(b.cflags) or '-'}`; its first lines hold the build line it was measured "
+        "with, and it does not compile without it).",
         "",
     ]
+    if o.run.baseline_note:
+        lines += [f"**Note: {o.run.baseline_note}.**", ""]
     if b.feedback:  # carries the roofline note of a modeled run (bound, achieved vs ceilings)
         lines += [f"Evaluation: {b.feedback}", ""]
     return lines
@@ -312,9 +400,12 @@ def _baselines(o: RunOutcome) -> list[str]:
 def _directions(o: RunOutcome) -> list[str]:
     seen: dict[str, dict[str, Any]] = {}
     for c in o.candidates:
-        d = seen.setdefault(c.get("direction") or "-", {"title": c.get("direction_title"), "n": 0, "best": 0.0})
+        d = seen.setdefault(
+            c.get("direction") or "-", {"title": c.get("direction_title"), "n": 0, "best": 0.0, "competent": None}
+        )
         d["n"] += 1
-        d["best"] = max(d["best"], c.get("speedup") or 0.0)
+        if (c.get("speedup") or 0.0) > d["best"]:
+            d["best"], d["competent"] = c["speedup"], c.get("competent_speedup")
     if not seen:
         return []
     lines = [
@@ -325,15 +416,12 @@ def _directions(o: RunOutcome) -> list[str]:
         "by their best relevance, each new one first having to bring a technique not yet covered. Within a "
         "direction the agent samples thoughts by how often they helped on this target (Thompson sampling).",
         "",
-        "| direction (idea) | candidates | best |",
+        "| direction (idea) | candidates | best: competent / plain |",
         "|---|---|---|",
     ]
     for key, d in seen.items():
-        lines.append(
-            f"| {d['title'] or key} | {d['n']} | {d['best']:.3f}x |"
-            if d["best"]
-            else f"| {d['title'] or key} | {d['n']} | - |"
-        )
+        best = f"{_x(d['competent'])} / {_x(d['best'])}" if d["best"] else "-"
+        lines.append(f"| {d['title'] or key} | {d['n']} | {best} |")
     return [*lines, ""]
 
 
@@ -342,6 +430,8 @@ def _candidate_table(o: RunOutcome) -> list[str]:
         return []
     lines = [
         "## Evaluated candidates",
+        "",
+        f"Each candidate's code, as evaluated, is in `{CANDIDATES_DIR}/` (the step's file).",
         "",
         "| step | parent | change from parent | cycles (-O3 baseline) | speedup competent / plain | bound | status "
         "| reason |",
@@ -355,8 +445,9 @@ def _candidate_table(o: RunOutcome) -> list[str]:
         )
         speed = f"{_x(c.get('competent_speedup'))} / {_x(c['speedup'])}" if c.get("speedup") else "-"
         parent = "reference" if c["parent_step"] is None else str(c["parent_step"])
+        step = f"[{c['step']}]({candidate_file(c['step'])})" if c.get("code") else str(c["step"])
         lines.append(
-            f"| {c['step']} | {parent} | {_cell(c['change'])} | {cycles} | {speed} | {c.get('bound') or '-'} | "
+            f"| {step} | {parent} | {_cell(c['change'])} | {cycles} | {speed} | {c.get('bound') or '-'} | "
             f"{c['status']} | {_cell(c['reason'])} |"
         )
     return [*lines, ""]
@@ -401,10 +492,12 @@ def _reproduce(o: RunOutcome, paths: dict[str, str]) -> list[str]:
     if o.best and improved(over_baseline(o.best)) and "code" in paths:
         flags = f" --cflags {shlex.quote(' '.join(o.best.cflags))}" if o.best.cflags else ""
         runner = f" --runner {opts['runner']}" if opts.get("runner") else ""
+        kept = Path(paths["candidates"]).parent / candidate_file(o.best.step)
         lines.append(
-            f"eok eval {r.task_id} --target {r.target_key} --candidate {shlex.quote(paths['code'])}{flags}{runner}"
-            "   # the best kernel alone"
+            f"eok eval {shlex.quote(_task_arg(r.task_id, opts.get('task_path')))} --target {r.target_key} "
+            f"--candidate {shlex.quote(str(kept))}{flags}{runner}   # the best kernel alone"
         )
+        lines.append(f"{shlex.join(library_build_line(o))}   # best.c as a library builds it (in the run folder)")
     return [*lines, "```", ""]
 
 

@@ -138,6 +138,8 @@ class TaskSpec(BaseModel):
     bytes: str | None = None  # optional: bytes moved per call, for roofline-style reports
     sizes: list[dict[str, int | bool]] = Field(min_length=1)
     args: dict[str, ArgSpec] = {}
+    # Why a speedup over this task's baselines flatters (docs/TASKS.md, "Two baselines"), shown beside it.
+    baseline_note: str | None = Field(None, min_length=1, max_length=300)
 
 
 class Param(BaseModel):
@@ -183,6 +185,7 @@ class KernelTask(BaseModel):
     directory: Path
     reference_code: str
     notes: str = ""
+    baseline_note: str | None = None
 
     @property
     def size_params(self) -> list[str]:
@@ -395,6 +398,7 @@ def _check(spec: TaskSpec, spec_path: Path, directory: Path, reference: str, not
         directory=directory.resolve(),
         reference_code=reference,
         notes=read_text_file(notes) if notes.is_file() else "",
+        baseline_note=spec.baseline_note,
     )
 
 

@@ -41,8 +41,9 @@ TRUSTED_DIR = "trusted.d"  # where it lives in an evaluation's folder, out of th
 BuildKind = Literal["emulator", "board", "host"]
 # Symbols wrapped so a candidate's failed allocation is reported as hitting the memory limit.
 WRAPPED = ("malloc", "calloc", "realloc", "aligned_alloc", "posix_memalign")
+C_STANDARD = "-std=gnu11"
 COMMON_FLAGS = [
-    "-std=gnu11",
+    C_STANDARD,
     "-fno-color-diagnostics",
     "-fno-caret-diagnostics",
     "-ferror-limit=20",
@@ -219,6 +220,30 @@ def competent_cflags(task: KernelTask) -> list[str]:
     return flags
 
 
+# libm functions clang-22 leaves as scalar calls on riscv64 at any flags (no vector math library, above).
+# sqrt, fabs, fmin/fmax, floor/ceil/trunc/round, copysign and fma become instructions or inline code.
+_SCALAR_LIBM = re.compile(
+    r"\b((?:exp|expm1|exp2|exp10|log|log1p|log2|log10|pow|tanh|sinh|cosh|erf|erfc|sin|cos|tan|asin|acos|atan"
+    r"|atan2|cbrt|hypot|lgamma|tgamma)f?)\s*\("
+)
+_C_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def baseline_note(task: KernelTask) -> str | None:
+    """Why a speedup over this task's baselines flatters, for every surface that shows one: the task's own
+    `baseline_note`, else the scalar libm calls its reference makes (what docs/TASKS.md's list names)."""
+    if task.baseline_note:
+        return task.baseline_note
+    calls = sorted(set(_SCALAR_LIBM.findall(_C_COMMENT.sub(" ", task.reference_code))))
+    if not calls:
+        return None
+    names = ", ".join(calls)
+    return (
+        f"weak baseline: its reference calls scalar libm {names}, which clang cannot vectorize here (no "
+        "vector math library for RISC-V), so this speedup includes vectorizing that math"
+    )
+
+
 # ------------------------------------------------------------------------------------------- builds
 
 
@@ -240,6 +265,20 @@ def link_flags(kind: BuildKind) -> list[str]:
     wrap = "-Wl," + ",".join(f"--wrap={s}" for s in WRAPPED)
     # Static and position-dependent: fixed addresses for the cost model; no target sysroot needed at run time.
     return ["-fuse-ld=lld", "-static", *(["-no-pie"] if kind != "host" else []), wrap, "-lm"]
+
+
+def candidate_build_flags(target: TargetProfile, kind: BuildKind, cflags: list[str]) -> list[str]:
+    """The flags that shape a candidate's code besides COMMON_FLAGS (`cflags` as check_cflags translated them)."""
+    # No jump tables: every jalr in a candidate is then a return or a relocated call (safety.check_object).
+    return [*target_flags(target, kind), *target.baseline_cflags, *cflags, "-fno-jump-tables"]
+
+
+def measured_build_flags(target: TargetProfile, kind: BuildKind, cflags: list[str]) -> list[str]:
+    """What a kernel needs outside EoK to compile to the code that was measured (best.c's build line)."""
+    checked, problem = check_cflags(cflags)
+    if problem:
+        raise InvalidInput(f"flags {' '.join(cflags)!r}: {problem}", "give the flags the run recorded")
+    return [C_STANDARD, *candidate_build_flags(target, kind, checked)]
 
 
 @dataclass
@@ -294,8 +333,7 @@ class Toolchain:
         harness_obj = self._cached(task, "harness", harness.generate(task), hflags)
         (workdir / CANDIDATE_FILE).write_text(code)
         (workdir / "eok_prototype.h").write_text(harness.candidate_prelude(task))
-        # No jump tables: every jalr in a candidate is then a return or a relocated call (safety.check_object).
-        cand_flags = [*tflags, *target.baseline_cflags, *cflags, "-fno-jump-tables", "-include", "eok_prototype.h"]
+        cand_flags = [*candidate_build_flags(target, kind, cflags), "-include", "eok_prototype.h"]
         self._compile(workdir, CANDIDATE_FILE, "candidate.o", cand_flags, CANDIDATE_COMPILE_LIMITS)
         binary = workdir / "harness"
         self._link(workdir, [*tflags, str(harness_obj), "candidate.o", *link_flags(kind), "-o", binary.name])

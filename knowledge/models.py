@@ -233,6 +233,7 @@ class Run(Node):
     best_experience_id: str | None = None
     best_speedup: float | None = None
     best_competent_speedup: float | None = None
+    baseline_note: str | None = None  # why a speedup over this task's baselines flatters (libm calls, ...)
     evaluations: int = 0
     llm_calls: int = 0
     llm_tokens: int = 0
@@ -282,7 +283,15 @@ class RelType(StrEnum):
     EFFECT_ON = "EFFECT_ON"  # (Thought)-[:EFFECT_ON {EFFECT_PROPERTIES}]->(Target): see effect_summary
 
 
-EFFECT_PROPERTIES = ("trials", "correct", "successes", "sum_log_speedup", "sum_log_gain")
+EFFECT_PROPERTIES = (
+    "trials",
+    "correct",
+    "successes",
+    "sum_log_speedup",
+    "sum_log_gain",
+    "competent_correct",
+    "sum_log_competent",
+)
 
 
 def effect_summary(e: dict[str, Any] | None) -> dict[str, Any]:
@@ -291,11 +300,13 @@ def effect_summary(e: dict[str, Any] | None) -> dict[str, Any]:
     trials: experiences that applied the thought on the target, whatever their status; correct: those that
     passed; successes: correct and faster than their parent (agent.posterior.is_success). Speedups are
     averaged over the correct ones only (a failure has no speedup): mean_speedup is the geometric mean of
-    the speedup over the task's baseline, mean_gain that of speedup / parent speedup (what the thought
-    itself added).
+    the speedup over the task's plain baseline, mean_gain that of speedup / parent speedup (what the thought
+    itself added), mean_competent_speedup that of the speedup over the competent baseline, over the
+    competent_correct ones that have it (the figure surfaces lead with; None on edges recorded before it).
     """
     e = e or {}
     trials, correct, successes = (int(e.get(k) or 0) for k in ("trials", "correct", "successes"))
+    competent = int(e.get("competent_correct") or 0)
     return {
         "trials": trials,
         "correct": correct,
@@ -304,6 +315,11 @@ def effect_summary(e: dict[str, Any] | None) -> dict[str, Any]:
         "sum_log_gain": float(e.get("sum_log_gain") or 0.0),
         "mean_speedup": math.exp(float(e.get("sum_log_speedup") or 0.0) / correct) if correct else None,
         "mean_gain": math.exp(float(e.get("sum_log_gain") or 0.0) / correct) if correct else None,
+        "competent_correct": competent,
+        "sum_log_competent": float(e.get("sum_log_competent") or 0.0),
+        "mean_competent_speedup": (
+            math.exp(float(e.get("sum_log_competent") or 0.0) / competent) if competent else None
+        ),
         "success_rate": successes / trials if trials else None,
         "pass_rate": correct / trials if trials else None,
     }

@@ -382,8 +382,8 @@ RETURN id, i {.id, .title, .principle, .techniques, .source} AS node,
 _EXPERIENCE_DETAILS = """
 UNWIND $ids AS id MATCH (x:Experience {id: id})
 OPTIONAL MATCH (x)-[:APPLIED]->(t:Thought)
-RETURN id, x {.id, .task_id, .target_key, .status, .speedup, .measurement, .summary, .feedback, .generator,
-              .run_id} AS node, collect(t {.id, .title, .technique}) AS evidence
+RETURN id, x {.id, .task_id, .target_key, .status, .speedup, .competent_speedup, .measurement, .summary,
+              .feedback, .generator, .run_id} AS node, collect(t {.id, .title, .technique}) AS evidence
 """
 
 

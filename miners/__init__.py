@@ -19,7 +19,15 @@ LIBRARIES = ("auto", "openblas", "ggml", "onnxruntime", "generic")
 if TYPE_CHECKING:
     from miners.pipeline import MineOptions, Miner, MineReport
 
-__all__ = ["LIBRARIES", "MineOptions", "MineReport", "Miner"]
+__all__ = ["LIBRARIES", "MineOptions", "MineReport", "Miner", "check_library"]
+
+
+def check_library(library: str) -> None:
+    """--library is one of LIBRARIES (cheap: `eok mine` checks it before importing the pipeline)."""
+    from core.errors import InvalidInput
+
+    if library not in LIBRARIES:
+        raise InvalidInput(f"--library: unknown value {library!r}", f"use one of: {', '.join(LIBRARIES)}")
 
 
 def __getattr__(name: str) -> Any:

@@ -26,7 +26,7 @@ from knowledge.ingest import Ingestor
 from knowledge.models import Commit, Idea, Relationship, RelType, Repository, Thought, utcnow
 from knowledge.store import GraphStore
 from knowledge.taxonomy import Technique
-from miners import LIBRARIES, gitwalk
+from miners import check_library, gitwalk
 from miners.classify import Classification, Triage, classify, gpu_only, needs_line_counts, triage
 from miners.distill import (
     IDEA_PRINCIPLES,
@@ -40,7 +40,7 @@ from miners.distill import (
     idea_prompt,
     idea_text,
 )
-from miners.profiles import PROFILES, LibraryProfile, detect_library
+from miners.profiles import PROFILES, LibraryProfile, detect_library, is_kernel_file
 
 DAMAGED_REASON = "an object of this commit is unreadable: line counts unknown"
 
@@ -66,8 +66,7 @@ class MineOptions:
     max_patch_bytes: int = 400_000  # per commit
 
     def validate(self) -> None:
-        if self.library not in LIBRARIES:
-            raise InvalidInput(f"--library: unknown value {self.library!r}", f"use one of: {', '.join(LIBRARIES)}")
+        check_library(self.library)
         if self.full and self.since:
             raise InvalidInput("--full and --since: pick one", "--full re-walks everything; --since walks a range")
         if self.limit is not None and self.limit < 1:
@@ -81,6 +80,7 @@ class MineReport:
     head: str | None
     previous_head: str | None
     up_to_date: bool = False
+    no_kernel_code: bool = False  # HEAD holds no file a kernel is written in: nothing was mined
     commits_read: int = 0
     new_commits: int = 0
     candidates: int = 0
@@ -115,6 +115,12 @@ class MinedCommit:
     evidence: Evidence | None = None  # what a CPU optimization gives the distiller (hunks split already)
 
 
+def _head_paths(handle: gitwalk.RepoHandle) -> set[str]:
+    """Every file path at HEAD (empty for an empty history)."""
+    out = subprocess.run(handle.git("ls-tree", "-r", "--name-only", "HEAD"), capture_output=True, check=False)
+    return set(gitwalk.decode(out.stdout).split("\n")) - {""} if out.returncode == 0 else set()
+
+
 class Miner:
     """Mines one repository into the graph. `embedder_factory` is called at most once, in the background."""
 
@@ -142,11 +148,17 @@ class Miner:
         opts.validate()
         t0 = time.perf_counter()
         handle = gitwalk.open_repository(spec, self.settings.home / "cache" / "repos", opts.name)
-        profile = self._profile(handle, opts.library)
+        paths = _head_paths(handle)
+        profile = self._profile(paths, handle.name, opts.library)
         head = gitwalk.resolve_rev(handle, "HEAD")
         stored = self.store.get_node(Repository, handle.name)
         previous = stored.last_mined_head if stored else None
         report = MineReport(repository=handle.name, library=profile.name, head=head, previous_head=previous)
+        if head is not None and not any(is_kernel_file(p) for p in paths):
+            # A Python project, a website: its "optimize" commits are no kernel knowledge; say so, add nothing.
+            report.no_kernel_code = True
+            report.seconds = round(time.perf_counter() - t0, 3)
+            return report
         revs = self._revs(handle, head, previous, opts)
         started = early.adopt(handle, revs or [], opts.limit) if early else None
         if head is None or revs is None:
@@ -172,13 +184,11 @@ class Miner:
         report.seconds = round(time.perf_counter() - t0, 3)
         return report
 
-    def _profile(self, handle: gitwalk.RepoHandle, library: str) -> LibraryProfile:
+    def _profile(self, paths: set[str], name: str, library: str) -> LibraryProfile:
         if library != "auto":
             return PROFILES[library]
-        out = subprocess.run(handle.git("ls-tree", "-r", "--name-only", "HEAD"), capture_output=True, check=False)
-        paths = set(gitwalk.decode(out.stdout).split("\n")) if out.returncode == 0 else set()
         tops = paths | {p.rsplit("/", 1)[0] for p in paths if "/" in p}
-        return detect_library(handle.name, tops)
+        return detect_library(name, tops)
 
     def _revs(
         self, handle: gitwalk.RepoHandle, head: str | None, previous: str | None, opts: MineOptions

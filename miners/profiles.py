@@ -188,6 +188,12 @@ def is_source(path: str) -> bool:
     return suffix(path) in SOURCE_SUFFIXES
 
 
+def is_kernel_file(path: str) -> bool:
+    """A file a kernel can be written in (C, C++, assembly, Fortran, GPU languages, Rust...), outside
+    vendored trees: a repository without one has no kernel code to learn from, whatever its commits say."""
+    return is_source(path) and suffix(path) not in NON_KERNEL_SOURCE and not VENDORED_RE.search(path)
+
+
 def is_vendored(path: str, profile: LibraryProfile) -> bool:
     return bool(VENDORED_RE.search(path)) or any(p.search(path) for p in profile.extra_vendored)
 

@@ -92,6 +92,18 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# pip's own lines, only those that show progress (a package being fetched or installed), each with the
+# minutes:seconds since the step began: a long download is never minutes of silence.
+_pip_progress() {
+  local t0=$SECONDS line
+  while IFS= read -r line; do
+    case "$line" in
+      Collecting* | Downloading* | *Downloading* | Installing* | Successfully*)
+        printf '  [%d:%02d] %s\n' $(((SECONDS - t0) / 60)) $(((SECONDS - t0) % 60)) "${line#"${line%%[! ]*}"}" ;;
+    esac
+  done
+}
+
 # --- the project-local virtual environment --------------------------------------------------------------
 VENV=.venv
 if ! "$VENV/bin/python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
@@ -107,16 +119,19 @@ hash=$(sha256sum pyproject.toml | cut -d' ' -f1)
 stamp=$(cat "$STAMP" 2>/dev/null || true)
 if [ "$stamp" != "$hash [dev]" ] && [ "$stamp" != "$hash $EXTRAS" ]; then
   say "installing Python packages into $VENV${EXTRAS:+ (with the test tools)}"
+  started=$SECONDS
   if ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
-    # Measured on Debian 12, 2 shared cores: 10 (idle) to 17 (loaded) minutes, 6.2 GB.
-    say "the first time takes 10-17 minutes and 6.2 GB of disk (torch from PyPI brings its CUDA libraries;"
-    say "less when download.pytorch.org's CPU-only build is reachable)"
+    # Measured on Debian 12, 2 shared cores: 3 (fast network, idle) to 17 (loaded) minutes, 6.2-6.5 GB.
+    say "the first time takes 3-17 minutes and about 6.5 GB of disk (torch from PyPI brings its CUDA"
+    say "libraries; less when download.pytorch.org's CPU-only build is reachable); pip names each package"
     # sentence-transformers needs torch; its CPU-only build is 0.2 GB against 4+ GB with the CUDA libraries.
-    "$VENV/bin/pip" install -q --retries 0 --timeout 15 torch --index-url https://download.pytorch.org/whl/cpu 2>/dev/null ||
+    "$VENV/bin/pip" install --progress-bar off --retries 0 --timeout 15 torch \
+      --index-url https://download.pytorch.org/whl/cpu 2>/dev/null | _pip_progress ||
       say "download.pytorch.org is not reachable: torch comes from PyPI with its CUDA libraries"
   fi
   # pip keeps its wheel cache (torch is large): never pass --no-cache-dir here.
-  "$VENV/bin/pip" install -q --disable-pip-version-check -e ".$EXTRAS"
+  "$VENV/bin/pip" install --progress-bar off --disable-pip-version-check -e ".$EXTRAS" | _pip_progress
+  say "Python packages installed in $(((SECONDS - started) / 60)) min $(((SECONDS - started) % 60)) s; $VENV takes $(du -sh "$VENV" | cut -f1)"
   echo "$hash $EXTRAS" >"$STAMP"
 fi
 

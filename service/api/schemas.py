@@ -46,7 +46,10 @@ class TechniqueEffect(BaseModel):
     target: str
     technique: str
     trials: int
-    mean_speedup: float = Field(description="geometric mean of measured speedups over the trials")
+    mean_competent_speedup: float | None = Field(
+        None, description="geometric mean speedup over the competent baseline, where measured"
+    )
+    mean_speedup: float = Field(description="geometric mean of measured speedups over plain -O3, over the trials")
     thoughts: int
 
 
@@ -84,12 +87,19 @@ class EffectOut(BaseModel):
     trials: int = Field(description="experiences that applied the thought on the target, any status")
     correct: int = Field(description="those that compiled and passed the checks")
     successes: int = Field(description="correct and faster than their parent")
-    sum_log_speedup: float = Field(description="sum of ln(speedup over the task's baseline), correct ones")
+    mean_competent_speedup: float | None = Field(
+        None, description="geometric mean speedup over the competent baseline (what headlines quote)"
+    )
+    sum_log_speedup: float = Field(description="sum of ln(speedup over the task's plain baseline), correct ones")
     sum_log_gain: float = Field(description="sum of ln(speedup / parent speedup), correct ones")
-    mean_speedup: float | None = Field(description="geometric mean speedup over baseline: exp(sum_log_speedup/correct)")
+    mean_speedup: float | None = Field(
+        description="geometric mean speedup over plain -O3: exp(sum_log_speedup/correct)"
+    )
     mean_gain: float | None = Field(description="geometric mean gain over the parent: exp(sum_log_gain / correct)")
     success_rate: float | None = Field(description="successes / trials")
     pass_rate: float | None = Field(description="correct / trials")
+    competent_correct: int = Field(0, description="correct ones with a competent baseline")
+    sum_log_competent: float = Field(0.0, description="sum of ln(speedup over the competent baseline)")
 
 
 class ExperienceSummary(BaseModel):
@@ -242,6 +252,7 @@ class RunDetail(BaseModel):
     best_experience_id: str | None = None
     best_speedup: float | None = Field(None, description="over the plain baseline (clang -O3)")
     best_competent_speedup: float | None = Field(None, description="over the competent baseline")
+    baseline_note: str | None = Field(None, description="why a speedup over this task's baselines flatters")
     evaluations: int = 0
     llm_calls: int = 0
     error: str | None = None

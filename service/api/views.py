@@ -226,7 +226,18 @@ def list_runs(store: GraphStore, status: str | None, limit: int) -> list[Run]:
     return [found[r["id"]] for r in rows if r["id"] in found]
 
 
-RUN_SUMMARY_FIELDS = {"id", "task_id", "target_key", "status", "evaluations", "budget", "best_speedup", "started_at"}
+RUN_SUMMARY_FIELDS = {
+    "id",
+    "task_id",
+    "target_key",
+    "status",
+    "evaluations",
+    "budget",
+    "best_competent_speedup",
+    "best_speedup",
+    "baseline_note",
+    "started_at",
+}
 
 
 def node_counts(store: GraphStore) -> dict[str, int]:
@@ -240,13 +251,15 @@ def top_techniques(store: GraphStore, per_target: int = 5) -> list[dict[str, Any
         store,
         "MATCH (t:Thought)-[e:EFFECT_ON]->(g:Target) WHERE e.trials > 0 "
         "WITH g.key AS target, t.technique AS technique, sum(e.trials) AS trials, "
-        "sum(e.sum_log_speedup) AS logs, count(t) AS thoughts "
-        "WITH target, technique, trials, thoughts, exp(logs / trials) AS mean_speedup "
+        "sum(e.sum_log_speedup) AS logs, count(t) AS thoughts, "
+        "sum(coalesce(e.sum_log_competent, 0.0)) AS clogs, sum(coalesce(e.competent_correct, 0)) AS competent "
+        "WITH target, technique, trials, thoughts, exp(logs / trials) AS mean_speedup, "
+        "CASE WHEN competent > 0 THEN exp(clogs / competent) END AS mean_competent "
         "ORDER BY target, mean_speedup DESC "
         "WITH target, collect({technique: technique, trials: trials, mean_speedup: mean_speedup, "
-        "thoughts: thoughts})[..$n] AS best UNWIND best AS b "
-        "RETURN target, b.technique AS technique, b.trials AS trials, b.mean_speedup AS mean_speedup, "
-        "b.thoughts AS thoughts",
+        "mean_competent: mean_competent, thoughts: thoughts})[..$n] AS best UNWIND best AS b "
+        "RETURN target, b.technique AS technique, b.trials AS trials, b.mean_competent AS mean_competent_speedup, "
+        "b.mean_speedup AS mean_speedup, b.thoughts AS thoughts",
         n=per_target,
     )
 

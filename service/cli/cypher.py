@@ -6,7 +6,9 @@ import json
 from typing import Any
 
 import typer
+from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from core.errors import InvalidInput
 from core.settings import get_settings
@@ -69,11 +71,34 @@ def _print_list(items: list[dict[str, Any]], json_out: bool) -> None:
     console.print(table)
 
 
-def _print_rows(columns: list[str], rows: list[dict[str, Any]]) -> None:
-    table = Table(*columns)
-    for row in rows:
-        table.add_row(*(_cell(row.get(c)) for c in columns))
-    console.print(table)
+# A column narrower than this (or than its name) is unreadable: rich would squeeze ids to two characters.
+MIN_COLUMN = 10
+MAX_COLUMN = 40  # cells longer than this wrap within the column when the table fits
+
+
+def _print_rows(columns: list[str], rows: list[dict[str, Any]], out: Console | None = None) -> None:
+    """A table when every column fits the terminal at a readable width, else one record per row
+    (`column: value` lines, like psql's expanded mode): nothing is cut and nothing squeezed."""
+    out = out or console
+    cells = [[_cell(row.get(c)) for c in columns] for row in rows]
+    widths = [
+        max(len(c), min(MAX_COLUMN, max([MIN_COLUMN, *(len(r[i]) for r in cells)]))) for i, c in enumerate(columns)
+    ]
+    if sum(widths) + 3 * len(columns) + 1 <= out.width:
+        table = Table(*columns)
+        for col in table.columns:
+            col.overflow = "fold"
+        for r in cells:
+            table.add_row(*r)
+        out.print(table)
+        return
+    name_width = max(len(c) for c in columns)
+    for n, r in enumerate(cells, 1):
+        out.print(f"[bold]-- row {n}[/]", highlight=False)
+        for c, value in zip(columns, r, strict=True):
+            text = Text(f"{c:>{name_width}}: ", style="dim")
+            text.append(value)
+            out.print(text, overflow="fold")
 
 
 def _cell(value: Any) -> str:

@@ -53,11 +53,7 @@ def search(
     console.print(f"[bold]ideas and thoughts for {query!r}[/]", highlight=False)
     for i, h in enumerate(hits, 1):
         node = h.node
-        facts = [h.kind]
-        if h.kind == "thought":
-            facts.append(f"{node.get('isa', '')}/{node.get('operator', '')}")
-        if node.get("prior_speedup"):
-            facts.append(f"prior {node['prior_speedup']:.2f}x")
+        facts = [h.kind, *_figures(h.kind, node, h.measured)]
         console.print(f"{i:>2}. [bold]{h.id}[/]  ({', '.join(facts)})", highlight=False, soft_wrap=True)
         console.print(Padding(Text(h.title or ""), (0, 0, 0, 4)))
         ev = _evidence(h.evidence)
@@ -67,27 +63,37 @@ def search(
 
 @ideas_app.command()
 def show(
-    node_id: str = typer.Argument(..., help="An idea or thought id, e.g. thought:unroll:dot:riscv."),
+    node_id: str = typer.Argument(..., help="An id `ideas search` printed: idea, thought or experience."),
     json_out: bool = JsonOpt,
 ) -> None:
-    """Show one idea (with its thoughts) or one thought (with example code and evidence commits)."""
+    """Show one idea (with its thoughts), thought (example code, evidence commits) or experience (its result)."""
     from service.bootstrap import Container
 
     c = Container()
     try:
-        rows = c.store.read(
-            "MATCH (n) WHERE (n:Idea OR n:Thought) AND n.id = $id "
-            "OPTIONAL MATCH (n)-[:EVIDENCED_BY]->(c:Commit) "
-            "OPTIONAL MATCH (n)-[:HAS_THOUGHT]->(t:Thought) "
-            "RETURN labels(n)[0] AS label, properties(n) AS node, "
-            "collect(DISTINCT c {.sha, .repo, .title, .perf_claims, .score}) AS commits, "
-            "collect(DISTINCT t {.id, .title, .evidence_commits, .prior_speedup}) AS thoughts",
-            id=node_id,
+        experience = c.store.read(_EXPERIENCE, id=node_id)
+        rows = (
+            []
+            if experience
+            else c.store.read(
+                "MATCH (n) WHERE (n:Idea OR n:Thought) AND n.id = $id "
+                "OPTIONAL MATCH (n)-[:EVIDENCED_BY]->(c:Commit) "
+                "OPTIONAL MATCH (n)-[:HAS_THOUGHT]->(t:Thought) "
+                "RETURN labels(n)[0] AS label, properties(n) AS node, "
+                "collect(DISTINCT c {.sha, .repo, .title, .perf_claims, .score}) AS commits, "
+                "collect(DISTINCT t {.id, .title, .evidence_commits, .prior_speedup}) AS thoughts",
+                id=node_id,
+            )
         )
     finally:
         c.close()
+    if experience:
+        _show_experience(experience[0], json_out)
+        return
     if not rows or rows[0]["label"] is None:
-        raise NotFound(f"idea or thought {node_id!r}: not in the graph", "find ids with: eok ideas search QUERY")
+        raise NotFound(
+            f"idea, thought or experience {node_id!r}: not in the graph", "find ids with: eok ideas search QUERY"
+        )
     row = rows[0]
     node = {k: v for k, v in row["node"].items() if not k.startswith("embedding")}
     if json_out:
@@ -112,6 +118,53 @@ def show(
         console.print(
             f"  - {th['id']}: {th['title']} ({th['evidence_commits']} commits)", highlight=False, markup=False
         )
+
+
+_EXPERIENCE = """
+MATCH (x:Experience {id: $id})
+OPTIONAL MATCH (x)-[:APPLIED]->(t:Thought)
+RETURN x {.id, .task_id, .target_key, .run_id, .step, .status, .speedup, .competent_speedup, .measurement,
+          .summary, .feedback, .generator, .cflags, .code} AS node, collect(t {.id, .title, .technique}) AS thoughts
+"""
+
+
+def _show_experience(row: dict, json_out: bool) -> None:
+    node = row["node"]
+    if json_out:
+        print_json({"label": "Experience", "node": node, "thoughts": row["thoughts"]})
+        return
+    console.print(f"[bold]Experience {node['id']}[/]: {', '.join(_figures('experience', node, None))}", highlight=False)
+    console.print(
+        f"run {node.get('run_id') or '-'}, step {node.get('step')}, {node.get('generator')}, "
+        f"{node.get('measurement')}, flags: {' '.join(node.get('cflags') or []) or '-'}",
+        highlight=False,
+        markup=False,
+    )
+    for key in ("summary", "feedback"):
+        if node.get(key):
+            console.print(node[key], highlight=False, markup=False)
+    for th in row["thoughts"]:
+        console.print(f"  applied {th['id']}: {th['title']} ({th['technique']})", highlight=False, markup=False)
+    if node.get("code"):
+        console.print(node["code"], highlight=False, markup=False)
+
+
+def _figures(kind: str, node: dict, measured: dict | None) -> list[str]:
+    """What a hit has measured, over the competent baseline first (agent.report.yardstick), then its prior."""
+    from agent.report import yardstick
+
+    if kind == "experience":
+        where = f"{node.get('task_id')} on {node.get('target_key')}"
+        if node.get("status") == "ok" and node.get("speedup"):
+            return [where, yardstick(node.get("competent_speedup"), node["speedup"])]
+        return [where, str(node.get("status"))]
+    out = [f"{node.get('isa', '')}/{node.get('operator', '')}"] if kind == "thought" else []
+    if measured and measured.get("mean_speedup"):
+        speed = yardstick(measured.get("mean_competent_speedup"), measured["mean_speedup"])
+        out.append(f"measured {speed} on {measured.get('target')}")
+    if node.get("prior_speedup"):
+        out.append(f"prior {node['prior_speedup']:.2f}x")
+    return out
 
 
 def _evidence(items: list[dict]) -> str:

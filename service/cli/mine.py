@@ -53,11 +53,15 @@ def mine(
 ) -> None:
     """Mine a repository's history for optimization commits; incremental and idempotent."""
     from core.errors import InvalidInput
+    from miners import check_library
     from miners.gitwalk import EarlyWalk
 
+    check_library(library.lower())  # a bad option first: the user's to fix whatever the folder is
     if not repo.startswith(("http://", "https://", "git@", "ssh://", "file://")) and not Path(repo).is_dir():
         what = "is not a directory" if Path(repo).exists() else "does not exist"
         raise InvalidInput(f"repository {repo} {what}", "give a git work tree, a bare repository or a URL")
+    if Path(repo).is_dir():
+        _check_git(repo)
 
     # git starts on the whole history now and works while the graph driver is imported and connected;
     # the miner stops it if the run turns out to be incremental.
@@ -71,6 +75,21 @@ def mine(
         print_json(report.as_dict())
         return
     _print_report(report)
+
+
+def _check_git(repo: str) -> None:
+    """A folder git does not take as a repository is said at once, before the graph and the models load."""
+    import subprocess
+
+    from core.errors import InvalidInput
+
+    done = subprocess.run(["git", "-C", repo, "rev-parse", "--git-dir"], capture_output=True, text=True, timeout=30)
+    if done.returncode != 0:
+        why = next((ln for ln in done.stderr.splitlines() if ln.strip()), "git does not take it as a repository")
+        raise InvalidInput(
+            f"repository {repo} is not a git repository ({why.removeprefix('fatal: ').strip()})",
+            "give a git work tree, a bare repository or a URL (or run `git init` there)",
+        )
 
 
 def _run(
@@ -113,6 +132,13 @@ def _run(
 
 
 def _print_report(r: MineReport) -> None:
+    if r.no_kernel_code:
+        console.print(
+            f"{r.repository}: found no kernel code (no C, C++, assembly, Fortran, GPU or Rust source at HEAD); "
+            "nothing was mined",
+            highlight=False,
+        )
+        return
     if r.up_to_date:
         console.print(
             f"{r.repository}: already mined up to {(r.head or 'an empty history')[:12]}; nothing to do",

@@ -9,6 +9,7 @@ import typer
 from rich.live import Live
 from rich.table import Table
 
+from agent.report import yardstick
 from agent.types import ProgressEvent, RunOutcome, RunRequest
 from core.errors import InvalidInput
 from core.settings import get_settings
@@ -17,32 +18,38 @@ from service.cli.app import GeneratorName, JsonOpt, RunnerName, app, console, on
 
 
 class _Progress:
-    """Per-direction counters rendered as a live table."""
+    """Per-direction counters rendered as a live table: over the competent baseline first, -O3 beside it."""
 
-    def __init__(self, budget: int) -> None:
+    def __init__(self, budget: int, note: str | None = None) -> None:
         self.budget = budget
+        self.note = note  # why the baselines are weak (scalar libm calls, ...), shown under the table
         self.rows: dict[str, dict] = {}
         self.evaluations = 0
-        self.best: float | None = None
+        self.best: tuple[float | None, float | None] = (None, None)
         self.last = ""
 
     def update(self, e: ProgressEvent) -> None:
-        self.evaluations, self.best = e.evaluations, e.best_speedup
+        self.evaluations, self.best = e.evaluations, (e.best_competent_speedup, e.best_speedup)
         if e.direction:
-            row = self.rows.setdefault(e.direction, {"evals": 0, "ok": 0, "best": None})
+            row = self.rows.setdefault(e.direction, {"evals": 0, "ok": 0, "best": (None, None)})
             row["evals"] += 1
             row["ok"] += e.status == "ok"
-            if e.speedup and e.speedup > (row["best"] or 0):
-                row["best"] = e.speedup
+            if e.speedup and e.speedup > (row["best"][1] or 0):
+                row["best"] = (e.competent_speedup, e.speedup)
         self.last = e.message
 
     def table(self) -> Table:
-        t = Table(title=f"evaluations {self.evaluations}/{self.budget}   best {_x(self.best)}", title_justify="left")
-        for col in ("direction (idea)", "evals", "correct", "best"):
+        t = Table(
+            title=f"evaluations {self.evaluations}/{self.budget}   best {yardstick(*self.best)}",
+            title_justify="left",
+            caption_justify="left",
+        )
+        for col in ("direction (idea)", "evals", "correct", "best: competent / -O3"):
             t.add_column(col)
         for d, r in self.rows.items():
-            t.add_row(d, str(r["evals"]), str(r["ok"]), _x(r["best"]))
-        t.caption = self.last  # wraps at the terminal width rather than being cut mid-word
+            t.add_row(d, str(r["evals"]), str(r["ok"]), f"{_x(r['best'][0])} / {_x(r['best'][1])}")
+        # Wraps at the terminal width rather than being cut mid-word.
+        t.caption = "\n".join(x for x in (self.note, self.last) if x)
         return t
 
 
@@ -53,7 +60,9 @@ def _x(v: float | None) -> str:
 @app.command()
 def optimize(
     task: Annotated[str | None, typer.Argument(help="suite task name or task directory")] = None,
-    target: Annotated[str, typer.Option(help="target key: k1-x60, k3-x100, k3-a100, host")] = "k1-x60",
+    target: Annotated[
+        str | None, typer.Option(help="target key: k1-x60, k3-x100, k3-a100, host (default: EOK_DEFAULT_TARGET)")
+    ] = None,
     budget: Annotated[int, typer.Option(min=1, max=2000, help="evaluations to spend")] = 32,
     directions: Annotated[int, typer.Option(min=1, max=16, help="ideas explored side by side")] = 4,
     generator: Annotated[GeneratorName, typer.Option(help="auto: the LLM when configured, else offline")] = (
@@ -75,6 +84,7 @@ def optimize(
 
     if not task and not resume:
         raise InvalidInput("give a TASK (e.g. saxpy) or --resume RUN_ID", "see `eok tasks list`")
+    target = target or get_settings().default_target  # as `eok eval` does
     if show_prompt:
         if not task:
             raise InvalidInput("--show-prompt needs a TASK", "e.g. `eok optimize sdot --show-prompt`")
@@ -132,7 +142,7 @@ def _check_up_front(task: str, target: str, runner: str | None) -> None:
 
 
 def _execute(opt, run_id: str, budget: int, quiet: bool) -> RunOutcome:
-    progress = _Progress(budget)
+    progress = _Progress(budget, opt.get_run(run_id).baseline_note)
     cancel = threading.Event()
 
     def mark_interrupted() -> str:
@@ -176,9 +186,10 @@ def _print_outcome(o: RunOutcome) -> None:
     t = Table(
         title=f"run {r.id}: {r.task_id} on {r.target_key}",
         title_justify="left",
-        caption="best speedup over the competent baseline",
+        caption=r.baseline_note or "",
+        caption_justify="left",
     )
-    for col in ("best", "over -O3", "evals", "LLM calls", "tokens", "time", "status"):  # fits 80 columns
+    for col in ("over competent", "over -O3", "evals", "LLM calls", "tokens", "time", "status"):  # fits 80 columns
         t.add_column(col)
     t.add_row(
         _x(r.best_competent_speedup),
@@ -218,7 +229,7 @@ def _print_lineage(rows: list[dict]) -> None:
     lt = Table(title="lineage of the best kernel (root first)", title_justify="left")
     lt.add_column("step", no_wrap=True)
     lt.add_column("thought (technique)", overflow="fold", ratio=3)
-    lt.add_column("result", no_wrap=True)
+    lt.add_column("competent / -O3", no_wrap=True)
     lt.add_column("evidence", overflow="fold", ratio=2)
     for row in rows:
         commits = ", ".join(f"{c['repo']}@{c['sha'][:8]}" for c in row.get("commits") or []) or "-"
@@ -226,7 +237,7 @@ def _print_lineage(rows: list[dict]) -> None:
         lt.add_row(
             str(row["depth"]),
             thought,
-            _x(row.get("speedup")) if row.get("speedup") else str(row["status"]),
+            f"{_x(row.get('competent_speedup'))} / {_x(row['speedup'])}" if row.get("speedup") else str(row["status"]),
             commits,
         )
     console.print(lt)

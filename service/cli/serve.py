@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 from enum import StrEnum
 
 import typer
@@ -21,21 +22,24 @@ class LogLevel(StrEnum):
 
 
 def check_port_free(host: str, port: int) -> None:
-    """A taken port is one line naming it, before anything starts (uvicorn would log and exit later).
+    """A taken port is one line naming it, before anything starts (uvicorn would log and exit later)."""
+    reserve_port(host, port).close()
 
-    SO_REUSEADDR, as uvicorn binds: after a crash (kill -9) with clients connected, the dead server's
-    connections linger in FIN_WAIT/TIME_WAIT on the port; they hold no listener and must not stop a
-    restart. A server still listening there is refused all the same."""
-    import socket
 
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError as e:
-            raise Unavailable(
-                f"cannot listen on {host}:{port}: {e.strerror}", "stop what uses that port or pass --port N"
-            ) from None
+def reserve_port(host: str, port: int) -> socket.socket:
+    """Listen on host:port now and keep it (uvicorn serves on this socket later): a command that serves only
+    after minutes of work (`eok up`) holds its port from the start, so a second one is refused at once."""
+    s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT does not block it
+    try:
+        s.bind((host, port))
+        s.listen(2048)
+    except OSError as e:
+        s.close()
+        raise Unavailable(
+            f"cannot listen on {host}:{port}: {e.strerror}", "stop what uses that port or pass --port N"
+        ) from None
+    return s
 
 
 GRACEFUL_SHUTDOWN_S = 10  # open event streams are closed after this; running runs are recorded as interrupted

@@ -133,14 +133,14 @@ def eval_cmd(
     """Evaluate a candidate (or the reference itself) on a target: correctness, then timing."""
     from evaluator.evaluate import Candidate, Evaluator
     from evaluator.targets import load_target
-    from evaluator.tasks import load_task, read_text_file
+    from evaluator.tasks import load_task
     from evaluator.toolchain import split_cflags
 
     settings = get_settings()
     spec = load_task(task, settings)
     profile = load_target(target or settings.default_target)
     if candidate is not None:
-        code, label = read_text_file(candidate), candidate.name
+        code, label = _read_candidate(candidate), candidate.name
     else:
         code, label = spec.reference_code, "reference"
     try:
@@ -157,6 +157,20 @@ def eval_cmd(
         _print_result(result)
     if not result.ok:
         raise typer.Exit(1)
+
+
+def _read_candidate(path: Path) -> str:
+    """The candidate's text, refused by its size before a byte is read (a 300 MB file took 940 MB to reject)."""
+    from evaluator.safety import MAX_SOURCE_BYTES
+    from evaluator.tasks import read_text_file
+
+    size = path.stat().st_size
+    if size > MAX_SOURCE_BYTES:
+        raise InvalidInput(
+            f"--candidate {path}: {size:,} bytes, more than the {MAX_SOURCE_BYTES >> 10} KB a candidate may have",
+            "give the kernel's C source file",
+        )
+    return read_text_file(path)
 
 
 def _print_result(r: Any) -> None:

@@ -29,6 +29,9 @@ const fmt = (x, digits = 2) => (x === null || x === undefined ? "–" : Number(x
 const speed = (x) => (x === null || x === undefined ? "–" : `${Number(x).toFixed(2)}×`);
 // Both speedups of an experience or run: over the competent baseline, then over plain clang -O3.
 const speeds = (competent, plain) => (plain === null || plain === undefined ? "–" : `${speed(competent)} / ${speed(plain)}`);
+// In words, as every surface says it (agent.report.yardstick): "1.12× over competent, 6.95× over -O3".
+const yardstick = (competent, plain) => (plain === null || plain === undefined ? "–"
+  : competent ? `${speed(competent)} over competent, ${speed(plain)} over -O3` : `${speed(plain)} over -O3`);
 const when = (iso) => (iso ? iso.replace("T", " ").slice(0, 16) : "");
 const statusClass = (s) => (s === "ok" || s === "done" ? "st-ok" : s ? "st-bad" : "");
 
@@ -169,10 +172,12 @@ async function loadOverview() {
     class: "clickable", onclick: () => { switchTab($("tab-runs")); watchRun(r.id); } },
   el("td", {}, el("code", {}, r.id)), el("td", {}, r.task_id), el("td", {}, r.target_key),
   el("td", { class: statusClass(r.status) }, r.status), el("td", { class: "num" }, `${r.evaluations}/${r.budget}`),
-  el("td", { class: "num" }, speed(r.best_speedup)), el("td", { class: "muted" }, when(r.started_at)))));
+  el("td", { class: "num", title: r.baseline_note || "" }, speeds(r.best_competent_speedup, r.best_speedup) + (r.baseline_note ? " *" : "")),
+  el("td", { class: "muted" }, when(r.started_at)))));
   $("overview-techniques").replaceChildren(...o.top_techniques.map((t) => el("tr", {},
     el("td", {}, t.target), el("td", {}, t.technique),
-    el("td", { class: t.mean_speedup >= 1 ? "num st-ok" : "num st-bad" }, speed(t.mean_speedup)),
+    el("td", { class: (t.mean_competent_speedup ?? t.mean_speedup) >= 1 ? "num st-ok" : "num st-bad" },
+      speeds(t.mean_competent_speedup, t.mean_speedup)),
     el("td", { class: "num" }, t.trials), el("td", { class: "num" }, t.thoughts))));
 }
 
@@ -206,14 +211,18 @@ function hitCard(hit) {
   for (const field of ["technique", "isa", "operator", "task_id", "target_key", "status"]) {
     if (n[field]) chips.push(el("span", { class: "chip" }, n[field]));
   }
-  if (n.speedup) chips.push(el("span", { class: n.speedup >= 1 ? "chip good" : "chip bad" }, speed(n.speedup)));
+  if (n.speedup) {
+    const lead = n.competent_speedup ?? n.speedup;
+    chips.push(el("span", { class: lead >= 1 ? "chip good" : "chip bad" }, yardstick(n.competent_speedup, n.speedup)));
+  }
   if (hit.measured && hit.measured.trials) {
-    // mean_speedup: geometric mean over the correct trials of the speedup over the task's baseline
+    // Geometric means over the correct trials: over the competent baseline first, plain -O3 beside it.
     const m = hit.measured;
     chips.push(m.mean_speedup === null
       ? el("span", { class: "chip bad" }, `measured: 0/${m.trials} correct on ${m.target}`)
       : el("span", { class: m.mean_gain >= 1 ? "chip good" : "chip bad" },
-        `measured ${speed(m.mean_speedup)} (gain ${speed(m.mean_gain)}), ${m.correct}/${m.trials} correct on ${m.target}`));
+        `measured ${yardstick(m.mean_competent_speedup, m.mean_speedup)} (gain ${speed(m.mean_gain)}), ` +
+        `${m.correct}/${m.trials} correct on ${m.target}`));
   }
   // A claim is what a commit message said, not a measurement: shown small, after the measured effect.
   if (n.prior_speedup) chips.push(claim(n.prior_speedup, n.evidence_commits));
@@ -263,7 +272,7 @@ async function openThought(id) {
     el("td", { class: "num" }, c.perf_claims.map(speed).join(", "))));
   const effects = t.effects.map((e) => el("tr", {},
     el("td", {}, e.target), el("td", { class: "num" }, e.trials), el("td", { class: "num" }, e.correct),
-    el("td", { class: "num" }, e.successes), el("td", { class: "num" }, speed(e.mean_speedup)),
+    el("td", { class: "num" }, e.successes), el("td", { class: "num" }, speeds(e.mean_competent_speedup, e.mean_speedup)),
     el("td", { class: "num" }, speed(e.mean_gain)),
     el("td", { class: "num" }, e.success_rate === null ? "–" : `${Math.round(100 * e.success_rate)}%`)));
   const experiences = t.experiences.map(experienceRow);
@@ -281,7 +290,7 @@ async function openThought(id) {
     t.evidence.length ? table("evidence-table", ["repo", "commit", "title", "claim"], commits)
                       : el("p", { class: "muted" }, "none recorded"),
     el("h3", {}, "Measured effect per target"),
-    t.effects.length ? table("effects-table", ["target", "trials", "correct", "improved", "speedup", "gain", "success"], effects)
+    t.effects.length ? table("effects-table", ["target", "trials", "correct", "improved", "speedup: competent / -O3", "gain", "success"], effects)
                      : el("p", { class: "muted" }, "not tried yet"),
     el("h3", {}, `Experiences that applied it (${t.experiences.length})`),
     t.experiences.length ? table("thought-experiences", ["experience", "task", "target", "status", "speedup: competent / -O3"],
@@ -433,18 +442,19 @@ function onRunEvent(ev) {
   const evaluated = ev.kind === "evaluation" || ev.kind === "improved";
   if (evaluated) {
     run.points.push(ev.status === "ok" ? ev.speedup : null);
-    run.best.push(ev.best_speedup);
+    run.best.push(ev.best_speedup);  // the plot's axis is over -O3 (both baselines divide the same time)
   }
   const terminal = ["finished", "failed", "cancelled"].includes(ev.kind);
   const status = terminal ? (ev.status || ev.kind) : ev.kind === "started" ? "running" : $("run-status").textContent;
   $("run-status").textContent = terminal && ev.kind === "finished" ? "done" : status;
   $("run-status").className = terminal ? statusClass(ev.kind === "finished" ? "done" : "failed") : "";
   $("run-evals").textContent = `${ev.evaluations}${run.budget ? ` / ${run.budget}` : ""}`;
-  if (ev.best_speedup !== null && ev.best_speedup !== undefined) $("run-best").textContent = speed(ev.best_speedup);
   if (ev.best_competent_speedup) $("run-best-competent").textContent = speed(ev.best_competent_speedup);
+  if (ev.best_speedup !== null && ev.best_speedup !== undefined) $("run-best").textContent = speed(ev.best_speedup);
   $("run-progress").value = run.budget ? Math.min(1, ev.evaluations / run.budget) : 0;
   const text = evaluated
-    ? `#${ev.evaluations} ${ev.direction ? `[${ev.direction}] ` : ""}${ev.status}${ev.speedup ? ` ${speed(ev.speedup)}` : ""}` +
+    ? `#${ev.evaluations} ${ev.direction ? `[${ev.direction}] ` : ""}${ev.status}` +
+      `${ev.speedup ? ` ${yardstick(ev.competent_speedup, ev.speedup)}` : ""}` +
       (ev.message ? ` · ${ev.message}` : "")
     : `${ev.kind}${ev.message ? `: ${ev.message}` : ""}`;
   const cls = ev.kind === "improved" ? "improved" : ev.kind === "failed" ? "failed" : "";
@@ -464,14 +474,15 @@ async function showOutcome(id) {
   if (!r || !state.run || state.run.id !== id) return;
   $("run-outcome").classList.remove("hidden");
   $("run-outcome-best").replaceChildren(...(r.best
-    ? [el("code", {}, r.best.experience_id), ` · ${speed(r.best.speedup)} · ${r.best.summary || ""}`]
+    ? [el("code", {}, r.best.experience_id), ` · ${yardstick(r.best.competent_speedup, r.best.speedup)} · ${r.best.summary || ""}`,
+       ...(r.baseline_note ? [el("br"), el("strong", {}, `Note: ${r.baseline_note}.`)] : [])]
     : ["no correct candidate was found"]));
   const lastCode = r.best ? await api(`/experiences/${encodeURIComponent(r.best.experience_id)}`).catch(() => null) : null;
   $("run-outcome-code").textContent = lastCode && lastCode.code ? lastCode.code : "";
   $("run-outcome-code").classList.toggle("hidden", !(lastCode && lastCode.code));
   $("run-lineage").replaceChildren(...r.lineage.map((s) => el("tr", {},
     el("td", { class: "num" }, s.depth), el("td", {}, el("code", {}, s.experience)),
-    el("td", { class: statusClass(s.status) }, s.status), el("td", { class: "num" }, speed(s.speedup)),
+    el("td", { class: statusClass(s.status) }, s.status), el("td", { class: "num" }, speeds(s.competent_speedup, s.speedup)),
     el("td", {}, s.thought ? el("a", { href: "#", onclick: (ev) => { ev.preventDefault(); openThought(s.thought); } },
       s.thought_title || s.thought) : "–"),
     el("td", {}, s.idea_title || s.idea || "–"),

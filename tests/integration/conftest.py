@@ -222,6 +222,7 @@ def seed_nodes() -> tuple[list[Node], list[Relationship]]:
             status=RunStatus.DONE,
             best_experience_id="exp-3",
             best_speedup=1.8,
+            best_competent_speedup=1.2,
             evaluations=3,
         ),
     ]
@@ -264,6 +265,7 @@ def seed_nodes() -> tuple[list[Node], list[Relationship]]:
             direction="idea-lmul",
             status=ExperienceStatus.OK,
             speedup=1.8,
+            competent_speedup=1.2,  # the competent baseline is 1.5x the plain one for this task
             thought_ids=["t-lmul-gemv"],
             generator="llm:stub",  # the thought was in the LLM's prompt: the lineage credits it
             summary="LMUL=4 row sweep: 1.8x",

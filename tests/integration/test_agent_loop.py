@@ -54,7 +54,8 @@ def test_offline_run_records_every_candidate_and_learns(container, task: str) ->
     report = Path(out.artifacts["report"]).read_text()
     if improved(over_baseline(out.best)):
         assert Path(out.artifacts["code"]).read_text().count(out.best.code.strip()[:40]) == 1
-        assert "Best kernel:" in report and f"--candidate {out.artifacts['code']}" in report
+        assert "Best kernel:" in report and f"--candidate {out.artifacts['candidates']}/{out.best.step:03d}.c" in report
+        assert Path(out.artifacts["candidates"], f"{out.best.step:03d}.c").read_text() == out.best.code
     else:  # a few modeled cycles are no reason to replace the reference (relu: 274,300 vs 274,303 cycles)
         assert "code" not in out.artifacts and "No improvement: keep the baseline" in report
     assert Path(out.artifacts["plot"]).stat().st_size > 5000

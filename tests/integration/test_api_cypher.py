@@ -53,7 +53,7 @@ def test_every_saved_query_runs_on_the_seed_graph(client: TestClient, name: str)
 def test_best_thoughts_on_target_orders_by_measured_speedup(client: TestClient) -> None:
     rows = run_saved(client, "best_thoughts_on_target", target="k1-x60")["rows"]
     assert [r["thought"] for r in rows] == ["t-lmul-gemv", "t-multi-acc-dot", "t-blocking-gemm"]
-    assert rows[0]["mean_speedup"] == 1.6 and rows[0]["success_rate"] == 1.0
+    assert rows[0]["mean_over_o3"] == 1.6 and rows[0]["success_rate"] == 1.0
 
 
 def test_rvv_ideas_in_openblas(client: TestClient) -> None:
@@ -67,11 +67,25 @@ def test_lineage_of_the_seed_run_is_root_first(client: TestClient) -> None:
     assert [r["experience"] for r in rows] == ["exp-1", "exp-3"]
     assert rows[1]["thoughts"] == ["LMUL=4 row sweep for gemv"]
     assert rows[1]["evidence"] == ["OpenBLAS@" + "a1" * 5]
+    assert (rows[1]["over_competent"], rows[1]["over_o3"]) == (1.2, 1.8)
+
+
+def test_run_figures_lead_with_the_competent_baseline(client: TestClient) -> None:
+    """One yardstick: every saved query with a run's or a kernel's speedup shows the competent one first."""
+    result = run_saved(client, "recent_runs")
+    run, cols = result["rows"][0], result["columns"]
+    assert cols.index("best_over_competent") + 1 == cols.index("best_over_o3")
+    assert (run["best_over_competent"], run["best_over_o3"]) == (1.2, 1.8)
+    best = {r["task"]: r for r in run_saved(client, "tasks_best_speedup", target="k1-x60")["rows"]}["sgemv_n"]
+    assert (best["best_over_competent"], best["best_over_o3"], best["best_experience"]) == (1.2, 1.8, "exp-3")
+    for name, params in [("run_directions", {"run_id": SEED_RUN}), ("similar_tasks", {"task": "sgemv_n"})]:
+        cols = run_saved(client, name, **params)["columns"]
+        assert cols.index("best_over_competent") < cols.index("best_over_o3")
 
 
 def test_worked_on_k1_not_k3(client: TestClient) -> None:
     rows = run_saved(client, "worked_on_k1_not_k3")["rows"]
-    assert [(r["thought"], r["speedup_good"], r["speedup_bad"]) for r in rows] == [("t-lmul-gemv", 1.6, 0.9)]
+    assert [(r["thought"], r["o3_good"], r["o3_bad"]) for r in rows] == [("t-lmul-gemv", 1.6, 0.9)]
 
 
 def test_prior_vs_measured_flags_the_overpromise(client: TestClient) -> None:
@@ -102,7 +116,8 @@ def test_untried_thoughts_and_commit_timeline(client: TestClient) -> None:
 
 def test_run_directions_and_similarity(client: TestClient) -> None:
     rows = run_saved(client, "run_directions", run_id=SEED_RUN)["rows"]
-    assert rows[0]["direction"] == "idea-lmul" and rows[0]["best_speedup"] == 1.8
+    assert rows[0]["direction"] == "idea-lmul"
+    assert (rows[0]["best_over_competent"], rows[0]["best_over_o3"]) == (1.2, 1.8)
     assert run_saved(client, "similar_targets")["rows"][0]["target"] == "k3-x100"
     assert run_saved(client, "similar_tasks", task="sgemv_n")["rows"][0]["task"] == "sgemv_t"
 

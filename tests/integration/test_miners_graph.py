@@ -217,3 +217,19 @@ def test_empty_repository_and_bad_input(container, tmp_path: Path) -> None:
         _miner(container).mine(str(tmp_path / "empty"), MineOptions(full=True, since="HEAD"))
     with pytest.raises(InvalidInput, match="--library"):
         _miner(container).mine(str(tmp_path / "empty"), MineOptions(library="blis"))
+
+
+def test_a_repository_without_kernel_code_is_said_so_and_adds_nothing(container, tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "webapp")
+    add_commit(
+        repo, "Optimize the request router: 3x faster lookups", {"app/router.py": "ROUTES = {}\n"}, 1_700_000_000
+    )
+    add_commit(repo, "Vectorize the scoring loop with numpy (2x)", {"app/score.py": "import numpy\n"}, 1_700_000_100)
+    add_commit(repo, "Docs", {"README.md": "# web app\n", "third_party/lib/fast.c": "int f;\n"}, 1_700_000_200)
+    before = _counts(container.store)
+    report = _miner(container).mine(str(tmp_path / "webapp"), MineOptions(name="test/webapp"))
+    assert report.no_kernel_code and report.commits_read == 0 and report.thoughts_created == 0
+    assert _counts(container.store) == before  # no repository, commit, thought or idea added
+    # One C file of its own makes it a repository with kernel code again.
+    add_commit(repo, "Add a C scoring kernel", {"app/score.c": "float f(float x) { return x; }\n"}, 1_700_000_300)
+    assert not _miner(container).mine(str(tmp_path / "webapp"), MineOptions(name="test/webapp")).no_kernel_code

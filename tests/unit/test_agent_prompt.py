@@ -108,3 +108,14 @@ def test_rvv_reference_load_costs_agree_with_the_cost_model_doc() -> None:
     assert " / ".join(occ.groups()) + " cycles at m1 / m2 / m4 / m8" in sheet
     bound = re.search(r"load-bound at ([\d.]+) cycle/element at M1 and ([\d.]+) at", doc)
     assert bound and f"load-bound at {bound.group(1)} cycle/element at m1 and {bound.group(2)} at" in sheet
+
+
+def test_prompt_leads_with_the_competent_speedup_and_names_a_weak_baseline() -> None:
+    req = _request()
+    req.parent.competent_speedup = 1.12
+    p = build_prompt(req)
+    assert "Improve this candidate (1.12x over competent, 2.41x over -O3 at the bench size)" in p
+    assert "competent baseline (the reference at -O3 -fno-math-errno -ffp-contract=fast" in p
+    assert "weak baseline" not in p  # sdot's reference calls no libm
+    req.task = load_task("softmax")
+    assert "Note: weak baseline: its reference calls scalar libm expf" in build_prompt(req)
