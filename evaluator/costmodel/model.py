@@ -38,7 +38,7 @@ from evaluator.costmodel.memory import (
 from evaluator.costmodel.trace import DEFAULT_MAX_LOG_BYTES, RegionMismatch, RegionTrace, trace_region
 
 if TYPE_CHECKING:
-    from evaluator.targets import VectorOverride
+    from evaluator.targets import TargetProfile, VectorOverride
 
 BEGIN_MARKER, END_MARKER = "eok_region_begin", "eok_region_end"
 BOUNDS = ("compute", "L2", "DRAM")
@@ -105,33 +105,37 @@ class Machine:
 
 @cache
 def machines() -> dict[str, Machine]:
-    """Every cost-model name a target declares, with its data."""
+    """Every cost-model name a target in evaluator/targets/ declares, with its data."""
     from evaluator.targets import list_targets  # evaluator.targets reads TOML only; imported late on purpose
 
-    out: dict[str, Machine] = {}
-    for t in list_targets():
-        c = t.costmodel
-        if not t.cost_model or c is None:
-            continue
-        geometry = CacheGeometry(t.l1d_kb * 1024, c.l1d_ways, t.l2_kb * 1024, c.l2_ways, t.cache_line)
-        out[t.cost_model] = Machine(
-            t.cost_model,
-            c.mca_cpu,
-            c.approximate,
-            t.vlen,
-            geometry,
-            c.l2_bytes_per_cycle,
-            c.dram_gbps / t.clock_ghz,
-            c.peak_flops_per_cycle,
-            (c.dram_write_gbps or c.dram_gbps) / t.clock_ghz,
-            (c.dram_rmw_gbps or c.dram_gbps) / t.clock_ghz,
-            c.scalar_scale,
-            c.vector_scale,
-            t.issue if t.out_of_order else 0,
-            t.issue,
-            tuple(c.vector_overrides),
-        )
-    return out
+    return {t.cost_model: machine_for(t) for t in list_targets() if t.cost_model and t.costmodel is not None}
+
+
+def machine_for(target: TargetProfile) -> Machine:
+    """How `target` is priced: its own [costmodel] data, whichever file it came from (a target given by
+    path, e.g. one written by `eok calibrate`, is priced with its figures, not those of the built-in
+    target with the same cost_model name)."""
+    c = target.costmodel
+    if not target.cost_model or c is None:
+        raise InvalidInput(f"target {target.key!r} has no cost model", "give it cost_model and a [costmodel] table")
+    geometry = CacheGeometry(target.l1d_kb * 1024, c.l1d_ways, target.l2_kb * 1024, c.l2_ways, target.cache_line)
+    return Machine(
+        target.cost_model,
+        c.mca_cpu,
+        c.approximate,
+        target.vlen,
+        geometry,
+        c.l2_bytes_per_cycle,
+        c.dram_gbps / target.clock_ghz,
+        c.peak_flops_per_cycle,
+        (c.dram_write_gbps or c.dram_gbps) / target.clock_ghz,
+        (c.dram_rmw_gbps or c.dram_gbps) / target.clock_ghz,
+        c.scalar_scale,
+        c.vector_scale,
+        target.issue if target.out_of_order else 0,
+        target.issue,
+        tuple(c.vector_overrides),
+    )
 
 
 @dataclass
@@ -153,7 +157,7 @@ def model_kernel_cycles(
     binary: Path,
     qemu_argv: list[str],
     cache_dir: Path,
-    mcpu: str = "spacemit-x60",
+    mcpu: str | Machine = "spacemit-x60",
     timeout_s: float = 60.0,
     regions: int | None = None,
     cwd: Path | None = None,
@@ -175,7 +179,7 @@ def model_kernel_breakdown(
     binary: Path,
     qemu_argv: list[str],
     cache_dir: Path | None,
-    mcpu: str = "spacemit-x60",
+    mcpu: str | Machine = "spacemit-x60",
     timeout_s: float = 60.0,
     *,
     decoupled: bool = True,
@@ -222,7 +226,7 @@ def model_kernel_breakdown(
     total = float((w * per_unit).sum())
     totals = (w[:, None] * traffic).sum(axis=0) if len(units) else np.zeros(traffic.shape[1])
     mode = ("decoupled" if decoupled else "in-order") + ("+mem" if memory else "")
-    name = mcpu if mcpu == target.mca_cpu else f"{mcpu}~{target.mca_cpu}"
+    name = target.name if target.name == target.mca_cpu else f"{target.name}~{target.mca_cpu}"
     timing = ModeledTiming(
         cycles=total,
         instructions=blocks.instructions,
@@ -261,7 +265,9 @@ def dram_cycles(target: Machine, traffic: np.ndarray) -> np.ndarray:
     return np.where(read < 0.05 * written, written / target.dram_write_bytes_per_cycle, mixed)
 
 
-def _target(mcpu: str) -> Machine:
+def _target(mcpu: str | Machine) -> Machine:
+    if isinstance(mcpu, Machine):  # a target's own data (machine_for), e.g. a calibrated target file
+        return mcpu
     known = machines()
     if mcpu not in known:
         raise InvalidInput(f"mcpu {mcpu!r} has no cost model", hint=f"use one of: {', '.join(known)}")

@@ -55,17 +55,19 @@ def default_cache() -> Path:
     return home / "cache" / "fidelity"
 
 
-def build(kernel: str, impl: str, cache: Path) -> Path:
-    """The driver + reference + candidate binary for (kernel, impl); rebuilt only when a source changes."""
+def build(kernel: str, impl: str, cache: Path, defines: tuple[str, ...] = ()) -> Path:
+    """The driver + reference + candidate binary for (kernel, impl); rebuilt only when a source changes.
+    `defines` selects a variant of the driver (e.g. ("EOK_TIMED",): the board-timed build of eok calibrate)."""
     sources = [HERE / "driver.c", task_dir(kernel) / "reference.c", candidate_path(kernel, impl)]
     if not sources[2].exists():
         raise EokError(f"no implementation {impl!r} of {kernel}: {sources[2]} is missing")
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources) + " ".join(CFLAGS).encode()).hexdigest()[:16]
+    flags = [*CFLAGS, *(f"-D{d}" for d in defines)]
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources) + " ".join(flags).encode()).hexdigest()[:16]
     out = cache / "bin" / f"{kernel}-{impl}-{digest}"
     if out.exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    argv = [CLANG, *CFLAGS, f"-DRB_{kernel.upper()}", f'-DREFERENCE="{sources[1]}"', str(sources[0]), str(sources[2])]
+    argv = [CLANG, *flags, f"-DRB_{kernel.upper()}", f'-DREFERENCE="{sources[1]}"', str(sources[0]), str(sources[2])]
     try:
         done = subprocess.run([*argv, "-o", f"{out}.tmp"], capture_output=True, text=True, timeout=120)
     except FileNotFoundError:
