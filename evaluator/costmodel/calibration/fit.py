@@ -85,6 +85,7 @@ class FitResult:
     pairs: list[dict]  # per pair: measured, modeled before and after, their error factors
     class_overrides: dict[str, list[VectorOverride]]  # per class: the overrides the scale multiplies
     machine: Machine  # the fitted machine
+    notes: list[str] = field(default_factory=list)  # figures the board's timings could not pin down
 
     def to_json(self) -> dict:
         params = {
@@ -97,7 +98,7 @@ class FitResult:
         }
         for name, scale in self.fitted.scales.items():
             params[f"scale:{name}"] = {"before": 1.0, "after": scale, "from": self.sources.get(name)}
-        return {"parameters": params, "pairs": self.pairs}
+        return {"parameters": params, "pairs": self.pairs, "notes": self.notes}
 
 
 def base_figures(profile: TargetProfile) -> Figures:
@@ -173,11 +174,12 @@ def fit(
     base = base_figures(profile)
     figures = Figures(dict(base.bandwidths), {name: 1.0 for name in classes})
     sources: dict[str, str] = {}
+    notes: list[str] = []
 
     def model(pair: Pair, f: Figures) -> float:
         return tracer.cycles(pair, machine_with(profile, f, classes))
 
-    before = {p.key: model(p, base) for p in plan}
+    before = {p.key: tracer.cycles(p, machine_for(profile)) for p in plan}  # the target as it stands
     for pair in plan:
         if pair.isolates in classes:
             figures.scales[pair.isolates] = _secant_scale(pair, measured[pair.key], figures, model)
@@ -185,13 +187,18 @@ def fit(
             progress(f"fit {pair.isolates} x{figures.scales[pair.isolates]:.3f} from {pair.label}")
     for pair in plan:
         if pair.isolates in BANDWIDTHS:
-            _isolate_bandwidth(pair, pair.isolates, measured[pair.key], figures, model)
+            bound = _isolate_bandwidth(pair, pair.isolates, measured[pair.key], figures, model)
             sources[pair.isolates] = pair.label
             progress(f"fit {pair.isolates} = {figures.bandwidths[pair.isolates]:.4g} from {pair.label}")
+            if not bound:
+                kept = figures.bandwidths[pair.isolates]
+                notes.append(f"{pair.isolates}: {pair.label} is not bound by it on this board; {kept:.4g} is where "
+                             "the model still depended on it")  # fmt: skip
+                progress(f"note: {notes[-1]}")
     _descend(plan, measured, figures, model)
     after = {p.key: model(p, figures) for p in plan}
     rows = [_row(p, measured[p.key], before[p.key], after[p.key]) for p in plan]
-    return FitResult(base, figures, sources, rows, classes, machine_with(profile, figures, classes))
+    return FitResult(base, figures, sources, rows, classes, machine_with(profile, figures, classes), notes)
 
 
 def _secant_scale(pair: Pair, target: float, f: Figures, model: Callable[[Pair, Figures], float]) -> float:
@@ -208,13 +215,22 @@ def _secant_scale(pair: Pair, target: float, f: Figures, model: Callable[[Pair, 
     return f.scales[name]
 
 
-def _isolate_bandwidth(pair: Pair, name: str, target: float, f: Figures, model) -> None:
-    """bandwidth x modeled/measured until the pair matches: exact once the pair is bound by that figure."""
+def _isolate_bandwidth(pair: Pair, name: str, target: float, f: Figures, model) -> bool:
+    """bandwidth x modeled/measured until the pair matches: exact once the pair is bound by that figure.
+    False when a step stops moving the pair (it is bound by something else there): that step is undone, so
+    the figure stays where the pair last depended on it."""
+    c = model(pair, f)
     for _ in range(12):
-        c = model(pair, f)
         if c <= 0 or abs(c / target - 1) < CONVERGED / 10:
-            return
-        f.bandwidths[name] *= c / target
+            return True
+        last = f.bandwidths[name]
+        f.bandwidths[name] = last * c / target
+        moved = model(pair, f)
+        if abs(moved - c) <= 1e-9 * c:
+            f.bandwidths[name] = last
+            return False
+        c = moved
+    return True
 
 
 def _loss(plan: list[Pair], measured: dict[str, float], f: Figures, model) -> float:
@@ -275,8 +291,7 @@ def target_toml(base_path: Path, result: FitResult, host: str, date: str) -> str
             source = _quote(f"{note} (x{s:.4g}) from: {o.source}")
             blocks += ["[[costmodel.vector_overrides]]", f"mnemonic = {_quote(o.mnemonic)}"]
             blocks += [f"cycles = {{ {cells} }}", f"source = {source}"]
-    header = (f"# Calibrated copy of {base_path.name}: {note} (docs/COSTMODEL.md \"eok calibrate\"); pass it with\n"
-              f"# `--target {{this file}}` to eok eval / eok optimize.\n")  # fmt: skip
+    header = f"# Calibrated copy of {base_path.name}: {note}.\n# Pass it with --target to eok eval / eok optimize.\n"
     text = header + text.rstrip("\n") + "\n\n" + "\n".join(blocks) + "\n"
     TargetProfile.model_validate(tomllib.loads(text))  # a file we write must load
     return text
