@@ -7,6 +7,7 @@ target with perturbed figures, so the fit has a known answer.
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,8 +40,14 @@ SCALES = {"segment_stores": 1.5, "strided": 0.7}
 
 
 @pytest.fixture(scope="module")
-def tracer(tmp_path_factory: pytest.TempPathFactory) -> Tracer:
-    return Tracer(tmp_path_factory.mktemp("calibrate-cache"), load_target("k1-x60"))
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """EOK_HOME of these tests: the command and the fit test share its builds and llvm-mca costs."""
+    return tmp_path_factory.mktemp("calibrate-home")
+
+
+@pytest.fixture(scope="module")
+def tracer(home: Path) -> Tracer:
+    return Tracer(home / "cache" / "calibrate", load_target("k1-x60"))
 
 
 def test_the_fit_recovers_known_figures_and_the_file_is_priced_with_them(tracer: Tracer, tmp_path: Path) -> None:
@@ -91,8 +98,9 @@ def test_one_kernel_is_timed_over_ssh(tmp_path_factory: pytest.TempPathFactory) 
 
 
 @pytest.fixture
-def cli_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.setenv("EOK_HOME", str(tmp_path / "home"))
+def cli_home(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A folder for the command's files, with EOK_HOME set to the module's home."""
+    monkeypatch.setenv("EOK_HOME", str(home))
     get_settings.cache_clear()
     _register(["calibrate"])
     yield tmp_path
@@ -121,3 +129,29 @@ def test_bad_input_is_one_line(cli_home: Path, capsys: pytest.CaptureFixture[str
     err = " ".join(capsys.readouterr().err.split())
     assert code != 0 and says in err and "Traceback" not in err
     assert not (cli_home / "b.toml").exists()
+
+
+def test_the_command_writes_a_target_that_loads(
+    cli_home: Path, capsys: pytest.CaptureFixture[str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """End to end over the stand-in SSH board (qemu's rdcycle: the figures are not a K1's, the plumbing is
+    real), on a copy of k1-x60 with small caches so every size stays quick to trace."""
+    small = cli_home / "small.toml"
+    text = (TARGETS_DIR / "k1-x60.toml").read_text().replace("l1d_kb = 32", "l1d_kb = 4")
+    small.write_text(text.replace("l2_kb = 512", "l2_kb = 32"))
+    out = cli_home / "my-board.toml"
+    with stand_in_board(tmp_path_factory.mktemp("board"), load_target("k1-x60").qemu_cpu) as b:
+        args = ["--board", "127.0.0.1", "--port", str(b.port), "--user", "root", "--key", str(b.key)]
+        code = run_cli(["calibrate", *args, "--target", str(small), "--out", str(out), "--repeats", "3", "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    report = json.loads(captured.out)
+    assert set(BANDWIDTHS) <= set(report["parameters"]) and len(report["pairs"]) == 7
+    assert all(r["measured_cycles"] > 0 and r["error_after"] >= 1.0 for r in report["pairs"])
+    for i in range(1, 8):
+        assert f"[{i}/7]" in captured.err  # progress for every kernel/size
+    mine = load_target(str(out))
+    assert mine.costmodel and mine.costmodel.l2_bytes_per_cycle == pytest.approx(
+        report["parameters"]["l2_bytes_per_cycle"]["after"], rel=1e-3
+    )
+    assert "# fitted by eok calibrate on 127.0.0.1" in out.read_text()
