@@ -46,6 +46,9 @@ class CostData(BaseModel):
     scalar_scale: float = 1.0  # multiplies X60 scalar-stream cycles
     vector_scale: float = 1.0  # multiplies X60 vector-stream cycles
     vector_overrides: list[VectorOverride] = []  # measured instruction classes LLVM's model misprices
+    # Figures with no measurement behind them (names of fields above, or of the profile's): every result that
+    # rests on one says so (evaluator/costmodel/confidence.py).
+    assumed: list[str] = []
 
 
 class TargetProfile(BaseModel):
