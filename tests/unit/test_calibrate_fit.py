@@ -46,6 +46,8 @@ def test_the_written_file_keeps_the_base_and_annotates_each_fitted_value() -> No
         "dram_write_gbps = 12.5  # fitted by eok calibrate on bpi-f3, 2026-12-02, from memset/rvv_tail_m8@1Mi" in text
     )
     assert "rvv-bench memset at 1 MiB" not in text  # the replaced value's old comment went with it
+    assert "l2_bytes_per_cycle" in profile.costmodel.assumed  # measured on the board now, no longer assumed:
+    assert data["costmodel"]["assumed"] == [a for a in profile.costmodel.assumed if a != "l2_bytes_per_cycle"]
     vsseg = [o for o in data["costmodel"]["vector_overrides"] if o["mnemonic"] == "vsseg2e8\\.v"]
     assert len(vsseg) == 1 and vsseg[0]["cycles"]["e8m2"] == 24.0  # 12 measured, x2
     others = [o for o in data["costmodel"]["vector_overrides"] if o["mnemonic"] == "vle8\\.v"]

@@ -86,6 +86,7 @@ class FitResult:
     class_overrides: dict[str, list[VectorOverride]]  # per class: the overrides the scale multiplies
     machine: Machine  # the fitted machine
     notes: list[str] = field(default_factory=list)  # figures the board's timings could not pin down
+    unbound: list[str] = field(default_factory=list)  # their names
 
     def to_json(self) -> dict:
         params = {
@@ -175,6 +176,7 @@ def fit(
     figures = Figures(dict(base.bandwidths), {name: 1.0 for name in classes})
     sources: dict[str, str] = {}
     notes: list[str] = []
+    unbound: list[str] = []  # bandwidths no pair was bound by on this board: still not measured
 
     def model(pair: Pair, f: Figures) -> float:
         return tracer.cycles(pair, machine_with(profile, f, classes))
@@ -191,6 +193,7 @@ def fit(
             sources[pair.isolates] = pair.label
             progress(f"fit {pair.isolates} = {figures.bandwidths[pair.isolates]:.4g} from {pair.label}")
             if not bound:
+                unbound.append(pair.isolates)
                 kept = figures.bandwidths[pair.isolates]
                 notes.append(f"{pair.isolates}: {pair.label} is not bound by it on this board; {kept:.4g} is where "
                              "the model still depended on it")  # fmt: skip
@@ -198,7 +201,7 @@ def fit(
     _descend(plan, measured, figures, model)
     after = {p.key: model(p, figures) for p in plan}
     rows = [_row(p, measured[p.key], before[p.key], after[p.key]) for p in plan]
-    return FitResult(base, figures, sources, rows, classes, machine_with(profile, figures, classes), notes)
+    return FitResult(base, figures, sources, rows, classes, machine_with(profile, figures, classes), notes, unbound)
 
 
 def _secant_scale(pair: Pair, target: float, f: Figures, model: Callable[[Pair, Figures], float]) -> float:
@@ -280,6 +283,7 @@ def target_toml(base_path: Path, result: FitResult, host: str, date: str) -> str
     text = base_path.read_text()
     for name in BANDWIDTHS:
         text = _set_value(text, name, result.fitted.bandwidths[name], f"{note}, from {result.sources.get(name)}")
+    text = _measured_now(text, [n for n in BANDWIDTHS if n in result.sources and n not in result.unbound], note)
     classes = {o_name: group for o_name, group in result.class_overrides.items()}
     text = _drop_overrides(text, {_plain(o.mnemonic) for group in classes.values() for o in group})
     blocks = []
@@ -314,6 +318,26 @@ def _set_value(text: str, name: str, value: float, note: str) -> str:
             return "\n".join([*lines[:i], new, *lines[j:]]) + "\n"
     anchor = next((i for i in range(start + 1, end) if lines[i].startswith("dram_gbps")), start)
     return "\n".join([*lines[: anchor + 1], new, *lines[anchor + 1 :]]) + "\n"
+
+
+def _measured_now(text: str, fitted: list[str], note: str) -> str:
+    """Figures fitted on the board leave [costmodel] `assumed` (results no longer say they rest on no
+    measurement, evaluator/costmodel/confidence.py)."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if re.match(r"^assumed\s*=", line):
+            names = tomllib.loads(line.split("#", 1)[0])["assumed"]
+            kept = [n for n in names if n not in fitted]
+            if kept != names:
+                lines[i] = (
+                    f"assumed = {_quote_list(kept)}  # {note}: {', '.join(n for n in names if n in fitted)} measured"
+                )
+            break
+    return "\n".join(lines) + "\n"
+
+
+def _quote_list(names: list[str]) -> str:
+    return "[" + ", ".join(_quote(n) for n in names) + "]"
 
 
 def _drop_overrides(text: str, mnemonics: set[str]) -> str:
