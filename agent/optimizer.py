@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from agent.context import AgentContext, Direction, PriorExperience, ThoughtCard, gather
 from agent.generation import (
@@ -135,7 +136,7 @@ class Optimizer:
             directions=req.directions,
             generator=generator,
             seed=req.seed,
-            settings=json.dumps({"task_path": str(task.directory), "runner": runner}),
+            settings=json.dumps({"task_path": str(task.directory), "runner": runner, **_target_path(req.target)}),
             baseline_note=baseline_note(task),
         )
         self.c.ingestor.ingest([_task_node(task), _target_node(target), run])
@@ -243,7 +244,7 @@ class Optimizer:
     def _prepare(self, run: Run) -> RunState:
         opts = json.loads(run.settings or "{}")
         task = load_task(opts.get("task_path") or run.task_id, self.settings)
-        target = load_target(run.target_key)
+        target = load_target(opts.get("target_path") or run.target_key)
         runner = opts.get("runner") or self.settings.default_runner
         self._ensure_knowledge()
         self.recorder.update_run(run.id, status=RunStatus.RUNNING.value)
@@ -634,3 +635,9 @@ def _target_node(t: TargetProfile) -> Target:
 
 
 __all__ = ["Optimizer"]
+
+
+def _target_path(target: str) -> dict[str, str]:
+    """A target given as a TOML path (e.g. written by `eok calibrate`) is reloaded from that file when the run
+    executes or resumes: its key alone would name the built-in target and its figures."""
+    return {"target_path": str(Path(target).resolve())} if target.endswith(".toml") else {}

@@ -647,7 +647,7 @@ class Evaluator:
 
         mode: run (plain baseline) or comp (competent baseline) of the trusted binary, or cand.
         """
-        from evaluator.costmodel import model_kernel_cycles
+        from evaluator.costmodel import machine_for, model_kernel_cycles
 
         plan = build.workdir / f"plan.model-{mode}"
         verdict.write_plan(plan, task, calls, with_seed=False)
@@ -663,7 +663,7 @@ class Evaluator:
             which.binary,
             argv,
             model_cache_dir(self.settings.home),
-            mcpu=target.cost_model,
+            mcpu=machine_for(target),  # the target's own [costmodel] data, also for a target given by path
             timeout_s=self.settings.eval_timeout_s,
             regions=len(calls),
             cwd=build.workdir,

@@ -44,7 +44,7 @@ from evaluator.costmodel.trace import (
 )
 
 if TYPE_CHECKING:
-    from evaluator.targets import VectorOverride
+    from evaluator.targets import TargetProfile, VectorOverride
 
 BEGIN_MARKER, END_MARKER = "eok_region_begin", "eok_region_end"
 BOUNDS = ("compute", "L2", "DRAM")
@@ -125,37 +125,40 @@ class Machine:
 
 @cache
 def machines() -> dict[str, Machine]:
-    """Every cost-model name a target declares, with its data."""
+    """Every cost-model name a target in evaluator/targets/ declares, with its data."""
     from evaluator.targets import list_targets  # evaluator.targets reads TOML only; imported late on purpose
 
-    out: dict[str, Machine] = {}
-    for t in list_targets():
-        c = t.costmodel
-        if not t.cost_model or c is None:
-            continue
-        geometry = CacheGeometry(t.l1d_kb * 1024, c.l1d_ways, t.l2_kb * 1024, c.l2_ways, t.cache_line)
-        out[t.cost_model] = Machine(
-            t.cost_model,
-            c.mca_cpu,
-            c.approximate,
-            t.vlen,
-            geometry,
-            c.l2_bytes_per_cycle,
-            c.dram_gbps / t.clock_ghz,
-            c.peak_flops_per_cycle,
-            Bandwidth.of(
-                c.l2_bytes_per_cycle, c.l2_write_bytes_per_cycle, c.l2_mixed_bytes_per_cycle, c.l2_rmw_bytes_per_cycle
-            ),
-            Bandwidth.of(
-                *(g / t.clock_ghz if g else None for g in (c.dram_gbps, c.dram_write_gbps, None, c.dram_rmw_gbps))
-            ),
-            c.scalar_scale,
-            c.vector_scale,
-            t.issue if t.out_of_order else 0,
-            t.issue,
-            tuple(c.vector_overrides),
-        )
-    return out
+    return {t.cost_model: machine_for(t) for t in list_targets() if t.cost_model and t.costmodel is not None}
+
+
+def machine_for(target: TargetProfile) -> Machine:
+    """How `target` is priced: its own [costmodel] data, whichever file it came from (a target given by
+    path, e.g. one written by `eok calibrate`, is priced with its figures, not those of the built-in
+    target with the same cost_model name)."""
+    c = target.costmodel
+    if not target.cost_model or c is None:
+        raise InvalidInput(f"target {target.key!r} has no cost model", "give it cost_model and a [costmodel] table")
+    geometry = CacheGeometry(target.l1d_kb * 1024, c.l1d_ways, target.l2_kb * 1024, c.l2_ways, target.cache_line)
+    ghz = target.clock_ghz
+    return Machine(
+        target.cost_model,
+        c.mca_cpu,
+        c.approximate,
+        target.vlen,
+        geometry,
+        c.l2_bytes_per_cycle,
+        c.dram_gbps / ghz,
+        c.peak_flops_per_cycle,
+        Bandwidth.of(
+            c.l2_bytes_per_cycle, c.l2_write_bytes_per_cycle, c.l2_mixed_bytes_per_cycle, c.l2_rmw_bytes_per_cycle
+        ),
+        Bandwidth.of(*(g / ghz if g else None for g in (c.dram_gbps, c.dram_write_gbps, None, c.dram_rmw_gbps))),
+        c.scalar_scale,
+        c.vector_scale,
+        target.issue if target.out_of_order else 0,
+        target.issue,
+        tuple(c.vector_overrides),
+    )
 
 
 @dataclass
@@ -177,7 +180,7 @@ def model_kernel_cycles(
     binary: Path,
     qemu_argv: list[str],
     cache_dir: Path,
-    mcpu: str = "spacemit-x60",
+    mcpu: str | Machine = "spacemit-x60",
     timeout_s: float = 60.0,
     regions: int | None = None,
     cwd: Path | None = None,
@@ -199,7 +202,7 @@ def model_kernel_breakdown(
     binary: Path,
     qemu_argv: list[str],
     cache_dir: Path | None,
-    mcpu: str = "spacemit-x60",
+    mcpu: str | Machine = "spacemit-x60",
     timeout_s: float = 60.0,
     *,
     decoupled: bool = True,
@@ -246,7 +249,7 @@ def model_kernel_breakdown(
     total = float((w * per_unit).sum())
     totals = (w[:, None] * traffic).sum(axis=0) if len(units) else np.zeros(traffic.shape[1])
     mode = ("decoupled" if decoupled else "in-order") + ("+mem" if memory else "")
-    name = mcpu if mcpu == target.mca_cpu else f"{mcpu}~{target.mca_cpu}"
+    name = target.name if target.name == target.mca_cpu else f"{target.name}~{target.mca_cpu}"
     timing = ModeledTiming(
         cycles=total,
         instructions=blocks.instructions,
@@ -294,7 +297,9 @@ def l2_cycles(target: Machine, traffic: np.ndarray) -> np.ndarray:
     return level_cycles(target.l2, traffic[:, 1], traffic[:, 6], traffic[:, 7])
 
 
-def _target(mcpu: str) -> Machine:
+def _target(mcpu: str | Machine) -> Machine:
+    if isinstance(mcpu, Machine):  # a target's own data (machine_for), e.g. a calibrated target file
+        return mcpu
     known = machines()
     if mcpu not in known:
         raise InvalidInput(f"mcpu {mcpu!r} has no cost model", hint=f"use one of: {', '.join(known)}")

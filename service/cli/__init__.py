@@ -24,6 +24,7 @@ COMMAND_MODULES = {
     "up": "main_job",
     "worker": "cluster",
     "bootstrap": "cluster",
+    "calibrate": "calibrate",
 }
 ALL_MODULES = tuple(dict.fromkeys(COMMAND_MODULES.values()))
 

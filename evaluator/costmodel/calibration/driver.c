@@ -4,6 +4,11 @@
  *   driver N    runs the candidate once on a fresh buffer of size N (the benchmark's n), checks it against
  *               the task's reference.c and exits 0 (prints "ok") or 1 (prints the first difference).
  *
+ *   driver N R  (built with -DEOK_TIMED, for `eok calibrate` on a board) runs it R times, each on fresh
+ *               inputs, timing each call alone with rdcycle (and clock_gettime, for kernels that forbid
+ *               user rdcycle), checks the last one and prints "ok cycles=<median> ns=<median>" (cycles=-1
+ *               when rdcycle traps).
+ *
  * Built with -DRB_<KERNEL> (one of the sections below), -DREFERENCE="path/reference.c" and the candidate
  * file. Buffers are 4 KiB aligned and their inputs are written just before the call, as rvv-bench's
  * bench_memrand does before it reads the cycle counter; the cost model replays the region's accesses
@@ -59,8 +64,47 @@ static int same(const void *got, const void *want, size_t bytes) {
     return 1;
 }
 
+#ifndef EOK_TIMED
 #define BEGIN eok_region_begin();
 #define END eok_region_end();
+#else
+#include <setjmp.h>
+#include <signal.h>
+#include <time.h>
+
+static int have_rdcycle = 1;
+static sigjmp_buf probe_jump;
+static uint64_t t_cycles, t_ns, got_cycles, got_ns;
+
+static uint64_t rdcycle(void) {
+    uint64_t c;
+    __asm__ volatile("rdcycle %0" : "=r"(c));
+    return c;
+}
+
+static uint64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static void on_sigill(int sig) {
+    (void)sig;
+    siglongjmp(probe_jump, 1);
+}
+
+static void probe_rdcycle(void) { /* Linux >= 6.6 may forbid user rdcycle (perf_user_access): SIGILL */
+    struct sigaction sa = {0}, old;
+    sa.sa_handler = on_sigill;
+    sigaction(SIGILL, &sa, &old);
+    if (sigsetjmp(probe_jump, 1) == 0) (void)rdcycle();
+    else have_rdcycle = 0;
+    sigaction(SIGILL, &old, NULL);
+}
+
+#define BEGIN t_ns = now_ns(); t_cycles = have_rdcycle ? rdcycle() : 0;
+#define END got_cycles = have_rdcycle ? rdcycle() - t_cycles : 0; got_ns = now_ns() - t_ns;
+#endif
 
 #if defined(RB_MEMCPY)
 #define rb_memcpy ref_rb_memcpy
@@ -173,6 +217,7 @@ static int run(int n) {
 #error "build with -DRB_<KERNEL>"
 #endif
 
+#ifndef EOK_TIMED
 int main(int argc, char **argv) {
     long n = argc == 2 ? strtol(argv[1], NULL, 10) : -1;
     if (n < 0 || n > (1L << 28)) {
@@ -183,3 +228,29 @@ int main(int argc, char **argv) {
     printf("ok\n");
     return 0;
 }
+#else
+static int by_value(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv) {
+    long n = argc == 3 ? strtol(argv[1], NULL, 10) : -1, r = argc == 3 ? strtol(argv[2], NULL, 10) : 0;
+    if (n < 0 || n > (1L << 28) || r < 1 || r > 99) {
+        fprintf(stderr, "usage: driver N R (0 <= N <= 2^28, 1 <= R <= 99)\n");
+        return 2;
+    }
+    probe_rdcycle();
+    uint64_t cycles[99], ns[99];
+    for (long i = 0; i < r; i++) { /* every repeat on fresh inputs, like rvv-bench; the last one is checked */
+        int good = run((int)n);
+        if (i == r - 1 && !good) return 1;
+        cycles[i] = got_cycles;
+        ns[i] = got_ns;
+    }
+    qsort(cycles, (size_t)r, sizeof cycles[0], by_value);
+    qsort(ns, (size_t)r, sizeof ns[0], by_value);
+    printf("ok cycles=%lld ns=%llu\n", have_rdcycle ? (long long)cycles[r / 2] : -1LL, (unsigned long long)ns[r / 2]);
+    return 0;
+}
+#endif

@@ -58,19 +58,22 @@ def default_cache() -> Path:
     return get_settings().home / "cache" / "fidelity"
 
 
-def build(kernel: str, impl: str, cache: Path, source: Path | None = None) -> Path:
+def build(kernel: str, impl: str, cache: Path, source: Path | None = None, defines: tuple[str, ...] = ()) -> Path:
     """The driver + reference + candidate binary for (kernel, impl); rebuilt only when a source changes.
 
     `source` replaces the candidate file (a new implementation tried before it is added). The driver with the
-    kernel's reference is compiled once per kernel and linked with each candidate's object.
+    kernel's reference is compiled once per kernel and linked with each candidate's object. `defines` selects
+    a variant of the driver (("EOK_TIMED",): the board-timed build of eok calibrate).
     """
     candidate = source or candidate_path(kernel, impl)
     if not candidate.exists():
         raise EokError(f"no implementation {impl!r} of {kernel}: {candidate} is missing")
     reference = task_dir(kernel) / "reference.c"
-    defines = [f"-DRB_{kernel.upper()}", f'-DREFERENCE="{reference}"']
-    driver = _compile(HERE / "driver.c", [reference], defines, cache / "obj" / f"driver-{kernel}")
-    obj = _compile(candidate, [], defines, cache / "obj" / f"{kernel}-{impl}")
+    flags = [f"-DRB_{kernel.upper()}", f'-DREFERENCE="{reference}"']
+    driver = _compile(
+        HERE / "driver.c", [reference], [*flags, *(f"-D{d}" for d in defines)], cache / "obj" / f"driver-{kernel}"
+    )
+    obj = _compile(candidate, [], flags, cache / "obj" / f"{kernel}-{impl}")
     out = cache / "bin" / f"{kernel}-{impl}-{_digest([driver, obj])}"
     if not out.exists():
         _clang([*CFLAGS, str(driver), str(obj)], out, candidate)
