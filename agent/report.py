@@ -50,7 +50,9 @@ _REPO_URLS = "MATCH (r:Repository) WHERE r.name IN $names AND r.url IS NOT NULL 
 MODELED_CAVEAT = (
     "Cycles are modeled, not measured: qemu runs the kernel and every executed block is priced with LLVM's "
     "spacemit-x60 scheduling model (llvm-mca) plus a cache/DRAM model (docs/COSTMODEL.md). A board over "
-    "SSH measures real cycles and always wins over these figures."
+    "SSH measures real cycles and always wins over these figures. The model's measured error on published "
+    "kernels of the same core, and the assumed figures a result rests on, follow each modeled evaluation "
+    "(docs/COSTMODEL.md \"Error bars\"; python scripts/bench_fidelity.py reproduces them)."
 )
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -51,6 +51,9 @@ from evaluator.toolchain import (
     compiler_version,
 )
 from evaluator.verdict import looks_forged
+
+if TYPE_CHECKING:
+    from evaluator.costmodel import ModeledTiming
 
 BASELINE_CACHE_VERSION = "2"
 MODEL_CALLS = 2  # timed calls in the modeled run, each on fresh inputs: the cycles are their mean
@@ -76,6 +79,7 @@ class EvalStatus(StrEnum):
     COMPILER_CRASH = "compiler_crash"  # the compiler or linker crashed on the candidate
     COMPILE_TIMEOUT = "compile_timeout"  # compiling took longer than the candidate's compile time limit
     TOO_LARGE = "too_large"  # past a size limit: compile memory, object file, loaded code and data
+    MODEL_ERROR = "model_error"  # modeled below the model's own lower bound: the model's fault, never a speedup
 
 
 class Candidate(BaseModel):
@@ -126,6 +130,12 @@ class EvalResult(BaseModel):
     dram_bytes_per_cycle: float | None = None
     peak_flops_per_cycle: float | None = None
     peak_dram_bytes_per_cycle: float | None = None
+    # How far the modeled speedup can be trusted (evaluator/costmodel/confidence.py): the model's measured
+    # error on published kernels of this core (a factor: speedup / f .. speedup x f) and the figures without
+    # a measurement that this result rests on.
+    speedup_error: float | None = None
+    speedup_error_worst: float | None = None
+    rests_on: list[str] = []
     limit_hit: str | None = None  # time | cpu | memory | output when a limit stopped the run
     # Non-zero expected elements per output at the last size checked: a task whose expected output is all
     # zeros could not tell a kernel that writes zeros from a correct one.
@@ -605,6 +615,11 @@ class Evaluator:
         result.dram_bytes_per_cycle = timing.dram_bytes_per_cycle
         result.peak_flops_per_cycle = timing.peak_flops_per_cycle
         result.peak_dram_bytes_per_cycle = timing.peak_dram_bytes_per_cycle
+        _attach_confidence(result, target.key)
+        if below := _below_lower_bound(timing):
+            result.speedup = None
+            feedback = f"model_error: {below}; not a speedup (the cost model is at fault: please report it)"
+            raise _Stop(_with(result, status=EvalStatus.MODEL_ERROR, feedback=feedback))
         comp = base.get("comp_cycles")
         if comp and result.candidate_cycles > 0:
             comp = min(float(comp), result.baseline_cycles)  # flags that slow the reference down go unused
@@ -983,6 +998,39 @@ def _wrong_feedback(task: KernelTask, f: verdict.Failure) -> str:
     )
 
 
+def _attach_confidence(result: EvalResult, target_key: str) -> None:
+    from evaluator.costmodel import confidence  # the cost model loads only where it is used
+
+    bar = confidence.error_bar(target_key)
+    if bar is not None:
+        result.speedup_error, result.speedup_error_worst = bar.median, bar.worst
+    result.rests_on = confidence.rests_on(target_key, result.bound)
+
+
+def _below_lower_bound(timing: ModeledTiming) -> str | None:
+    """Why the modeled cycles are below what the model's own ceilings allow for this work, or None: more
+    FLOPs a cycle than the core's FMA peak, or more than two instructions a cycle (the composition prices
+    every unit at least that; a result below it means a pricing error, as the padding trick once was)."""
+    if timing.peak_flops_per_cycle and timing.flops_per_cycle > 1.001 * timing.peak_flops_per_cycle:
+        return f"{timing.flops_per_cycle:.2f} FLOP/cycle modeled, above the core's {timing.peak_flops_per_cycle:.0f}"
+    if timing.cycles and timing.instructions / timing.cycles > 4.001:  # no SpacemiT core issues more than 4
+        return f"{timing.instructions / timing.cycles:.2f} instructions/cycle modeled, above any core's issue width"
+    return None
+
+
+def error_bar_note(r: EvalResult) -> str:
+    """'; model error on published kernels x/1.25 (worst x/1.9); rests on assumed l2_ways' (or empty)."""
+    parts = []
+    if r.speedup_error is not None:
+        parts.append(f"speedup within x/{r.speedup_error:.2f} typical, x/{r.speedup_error_worst or 0:.2f} worst "
+                     "of published silicon (bench_fidelity test set)")  # fmt: skip
+    elif r.measurement == "modeled":
+        parts.append("model error: not measured for this core")
+    if r.rests_on:
+        parts.append(f"{r.bound or 'compute'}-bound, rests on assumed {', '.join(r.rests_on)}")
+    return "".join(f"; {p}" for p in parts)
+
+
 def roofline_note(r: EvalResult) -> str:
     """'; DRAM-bound: 3.1 of 4.4 DRAM B/cycle, 1.0 of 16 FLOP/cycle' (empty when not modeled)."""
     if r.bound is None or r.peak_dram_bytes_per_cycle is None or r.peak_flops_per_cycle is None:
@@ -1007,7 +1055,7 @@ def _ok_feedback(result: EvalResult) -> str:
         comp = f", competent {result.competent_cycles:.0f}" if result.competent_cycles else ""
         return (
             f"{sizes}; {faster} (modeled cycles {result.candidate_cycles:.0f} vs baseline "
-            f"{result.baseline_cycles:.0f}{comp}{approx}){roofline_note(result)}"
+            f"{result.baseline_cycles:.0f}{comp}{approx}){roofline_note(result)}{error_bar_note(result)}"
         )
     comp = f", competent {result.competent_seconds * 1e6:.2f}" if result.competent_seconds else ""
     return (

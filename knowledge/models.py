@@ -169,6 +169,7 @@ class ExperienceStatus(StrEnum):
     COMPILER_CRASH = "compiler_crash"  # the compiler or linker crashed on the candidate
     COMPILE_TIMEOUT = "compile_timeout"  # compiling took longer than the candidate's compile time limit
     TOO_LARGE = "too_large"  # past a size limit: compile memory, object file, loaded code and data
+    MODEL_ERROR = "model_error"  # modeled below the model's own lower bound: the cost model's fault (issue 19)
 
 
 class Experience(Node):

@@ -24,7 +24,14 @@ sys.path.insert(0, str(ROOT))
 
 from core.errors import EokError  # noqa: E402
 from evaluator.costmodel.calibration import SETS, Figure, catalog, reproduced  # noqa: E402
-from evaluator.costmodel.calibration.fidelity import Results, default_cache, model_figure, report  # noqa: E402
+from evaluator.costmodel.calibration.fidelity import (  # noqa: E402
+    Results,
+    default_cache,
+    error_bars,
+    model_figure,
+    report,
+)
+from evaluator.costmodel.confidence import SUMMARY  # noqa: E402
 
 CORES = {"x60": ["x60"], "x100": ["x100"], "a100": ["a100"], "x60-2025": ["x60-2025"]}
 
@@ -87,6 +94,11 @@ def main() -> int:
                     help="fit, test (with the second test set) or all (default)")  # fmt: skip
     ap.add_argument("--json", action="store_true", help="print the report as JSON")
     ap.add_argument("--cache", type=Path, default=None, help="result cache (default: $EOK_HOME/cache/fidelity)")
+    ap.add_argument(
+        "--write-summary",
+        action="store_true",
+        help="write the error bars users see (calibration/fidelity_summary.json)",
+    )
     args = ap.parse_args()
     known = catalog()["kernels"]
     kernels = [k.strip() for k in args.kernels.split(",")] if args.kernels else None
@@ -104,6 +116,9 @@ def main() -> int:
         print(f"bench_fidelity: {e.message}", file=sys.stderr)
         return 1
     rep = report(pairs)
+    if args.write_summary:
+        SUMMARY.write_text(json.dumps(error_bars(pairs), indent=1) + "\n")
+        print(f"error bars written to {SUMMARY}", file=sys.stderr)
     if args.json:
         rep["figures"] = [{"key": f.key, "set": f.set, "kind": f.kind, "published_cycles": f.cycles,
                            "modeled_cycles": m, "source": f.source} for f, m in pairs]  # fmt: skip

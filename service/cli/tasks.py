@@ -173,6 +173,22 @@ def _read_candidate(path: Path) -> str:
     return read_text_file(path)
 
 
+def _error_bar(r: Any) -> str:
+    """How far the modeled speedup can be trusted: the model's measured error on published silicon for this
+    core (docs/COSTMODEL.md "Error bars") and the assumed figures the result rests on."""
+    if r.speedup_error is not None:
+        lo, hi = r.competent_speedup or r.speedup, r.speedup_error
+        line = (
+            f"model error on published kernels: x/{hi:.2f} typical (speedup {lo / hi:.2f}x-{lo * hi:.2f}x), "
+            f"x/{r.speedup_error_worst:.2f} worst"
+        )
+    else:
+        line = "model error: not measured on published kernels for this core"
+    if r.rests_on:
+        line += f"; {r.bound or 'compute'}-bound: rests on assumed {', '.join(r.rests_on)}"
+    return line
+
+
 def _print_result(r: Any) -> None:
     color = "green" if r.ok else "red"
     console.print(f"[bold {color}]{r.status.value}[/]  {r.task} on {r.target} via {r.runner}", highlight=False)
@@ -208,6 +224,8 @@ def _print_result(r: Any) -> None:
             f"speedup {comp} over the competent baseline, {r.speedup:.2f}x over plain -O3 ({r.measurement})",
             highlight=False,
         )
+        if r.measurement == "modeled":
+            console.print(_error_bar(r), highlight=False, markup=False)
     if r.competent_cflags:
         console.print(f"competent baseline: -O3 {' '.join(r.competent_cflags)}", style="dim", highlight=False)
     console.print(f"{r.duration_s:.2f} s", style="dim", highlight=False)

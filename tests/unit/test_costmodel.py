@@ -487,3 +487,29 @@ def test_l2_copies_move_faster_than_l2_reads_alone() -> None:
     # rvv-bench on a BPI-F3 in L2: a read stream at 4.9 B/cycle, a copy at 3.9 B/cycle copied (7.8 moved)
     assert kib / read == pytest.approx(4.9, rel=0.01)
     assert kib / copy == pytest.approx(3.9, rel=0.01)
+
+
+def test_error_bars_come_from_modeled_vs_published_speedups_on_the_test_set() -> None:
+    from evaluator.costmodel.calibration import Figure
+    from evaluator.costmodel.calibration.fidelity import error_bars
+
+    def fig(kernel: str, label: str, kind: str, n: int, cycles: float, set_: str) -> Figure:
+        return Figure("x60", "k1-x60", kernel, label, label, kind, n, n / cycles, set_, {})
+
+    pairs = []
+    for k, (scalar, vector, model_ratio) in {"LUT4": (1000, 100, 2.0), "memreverse": (800, 100, 0.8)}.items():
+        pairs.append((fig(k, "scalar", "scalar", 1024, scalar, "test"), float(scalar)))
+        pairs.append((fig(k, "rvv", "vector", 1024, vector, "test"), vector / model_ratio))
+    bars = error_bars(pairs)["targets"]["k1-x60"]
+    assert bars["kernels"] == 2
+    assert bars["speedup_worst"] == pytest.approx(2.0)  # modeled speedup 2x the published one
+    assert bars["speedup_median"] == pytest.approx((2.0 + 1.25) / 2)
+
+
+def test_a_result_names_the_assumed_figures_it_rests_on() -> None:
+    from evaluator.costmodel import confidence
+
+    assert confidence.rests_on("k1-x60", "L2") == ["l2_ways"]  # the L2 bandwidths are fitted, the ways not
+    assert confidence.rests_on("k1-x60", "compute") == []
+    k3 = confidence.rests_on("k3-a100", "compute")
+    assert "dram_gbps" in k3 and "issue" in k3  # a proxy model names every unverified figure

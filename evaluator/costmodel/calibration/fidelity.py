@@ -253,3 +253,32 @@ def report(pairs: list[tuple[Figure, float]]) -> dict:
             "speedups": speedups(chosen),
         }
     return out
+
+
+def error_bars(pairs: list[tuple[Figure, float]]) -> dict:
+    """The error bars users see beside modeled speedups (confidence.py), per EoK target: how far modeled
+    speedups of vector over scalar code were from the published ones, as factors max(m/p, p/m) over kernels,
+    on the test set (kernels never fitted on) of each core; a core with fewer than 3 test kernels adds its
+    second test set, then its fit set, and says so in `basis`."""
+    cores = catalog()["cores"]
+    out: dict = {"generated_by": "python scripts/bench_fidelity.py --core all --set all --write-summary", "targets": {}}
+    for core, spec in cores.items():
+        if core == catalog()["split"]["second_test_set"]:
+            continue
+        used, rows = [], []
+        for sets in (("test",), ("test2",), ("fit",)):
+            chosen = [p for p in pairs if p[0].core in (core, f"{core}-2025") and p[0].set in sets]
+            rows += speedups(chosen)
+            used += list(sets) if speedups(chosen) else []
+            if len(rows) >= 3:
+                break
+        if not rows:
+            continue
+        factors = sorted(max(r["ratio"], 1 / r["ratio"]) for r in rows)
+        out["targets"][spec["target"]] = {
+            "speedup_median": round(statistics.median(factors), 3),
+            "speedup_worst": round(factors[-1], 3),
+            "kernels": len(rows),
+            "basis": f"rvv-bench, {spec['what']}: {len(rows)} kernels ({'+'.join(used)} set)",
+        }
+    return out
