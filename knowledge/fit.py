@@ -22,7 +22,9 @@ _QUANTIZED = re.compile(
     r"\bint8x\d+_t\b|\bquantized\b|\bint8\b|\bi8mm\b",
     re.I,
 )
-QUANTIZED_OPERATORS = {Operator.QUANT_DOT.value, Operator.QUANTIZE.value}
+# A quantized dot is quantized by its operator; a `quantize` thought only when its text shows a format (an
+# fp16 -> fp32 conversion is a `quantize` kernel on float data).
+QUANTIZED_OPERATORS = {Operator.QUANT_DOT.value}
 QUANTIZED_DTYPES = {"q4_0", "q8_0", "q4_k", "q8_k", "i8", "int8", "mixed"}
 
 # The technique families that decide a kernel's speed, per operator, most important first: what the

@@ -123,3 +123,11 @@ def test_gpu_code_gives_no_cpu_thought_whatever_isa_the_message_names() -> None:
     thoughts = evidence_thoughts(_gpu_evidence(cpu))
     assert thoughts and all("_mm256_fmadd_ps" in t.example_code for t in thoughts)
     assert not any("threadIdx" in t.example_code or "__kernel" in t.example_code for t in thoughts)
+
+
+def test_a_float_conversion_task_takes_conversion_thoughts_but_not_block_quantization() -> None:
+    f16 = load_task("fp16_to_fp32")
+    convert = {"operator": "quantize", "isa": "rvv", "title": "fp16 to fp32 with vfwcvt", "example_code": ""}
+    q8 = {**convert, "title": "quantize_row_q8_0 on RVV"}
+    assert misfit(convert, str(f16.operator), f16.dtype, "rvv") == ""
+    assert "quantized" in misfit(q8, str(f16.operator), f16.dtype, "rvv")
