@@ -109,7 +109,7 @@ _COUNT_AFTER = re.compile(rf"\s*[)\]]?\s*(?:{_COUNT_WORD})\b", re.I)
 # before it is a name the factor belongs to: an instruction ("rmpy x8"), a type or a kernel.
 _X_LEAD = re.compile(
     r"(?:faster|speed-?ups?|perf\w*|improv\w*|gains?|boost\w*|throughput|better|accelerat\w*|optimi\w*|up to|"
-    r"by|of|is|was|are|were|about|around|roughly|nearly|almost|approx\w*|over|than|gives?|got|gets?|"
+    r"up|by|of|is|was|are|were|about|around|roughly|nearly|almost|approx\w*|over|than|gives?|got|gets?|"
     r"achieves?|reach\w*|a|an|and|or|to|at|with|~)\s*$",
     re.I,
 )

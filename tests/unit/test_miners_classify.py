@@ -594,6 +594,7 @@ def test_linear_title_scans_match_their_regex_definitions(title: str) -> None:
         ("keep 8 registers x8 in flight, faster", []),
         ("2x faster with 4 threads", [2.0]),
         ("performance improved by x2", [2.0]),
+        ("Q8_0 prefill speed up x1.21 at p=512", [1.21]),
         # a negative percentage is a regression, not a speedup; a range's dash is no sign
         ("| q4_0 | tg128 | -29.2% perf |", []),
         ("perf: +10% on pp512, -29.2% on tg128", [1.1]),
