@@ -140,9 +140,11 @@ def _x_is_name(text: str, m: re.Match[str]) -> bool:
 
 
 def _negative(text: str, start: int) -> bool:
-    """A minus sign right before a figure ("-29.2%", "−10 %"), not a range's dash ("10-20%")."""
-    before = text[max(0, start - 2) : start].rstrip(" ")
-    return before.endswith(("-", "−")) and not before[:-1].rstrip().endswith(tuple("0123456789"))
+    """A minus sign stuck to a figure and standing apart from what precedes it ("| -29.2%", "6.3 -29.2%",
+    "(-10%)"), not a range's dash ("10-20%", "5% - 50%")."""
+    if start == 0 or text[start - 1] not in "-−":
+        return False
+    return start == 1 or not (text[start - 2].isalnum() or text[start - 2] in "%.")
 
 
 def _span(text: str, start: int, end: int) -> str:

@@ -599,6 +599,8 @@ def test_linear_title_scans_match_their_regex_definitions(title: str) -> None:
         ("| q4_0 | tg128 | -29.2% perf |", []),
         ("perf: +10% on pp512, -29.2% on tg128", [1.1]),
         ("10-20% faster on K1", [1.2]),
+        ("This change results in 5% - 15% improvement", [1.15]),
+        ("333829.0 6.3 -29.2% Performance with this patch", []),
     ],
 )
 def test_counts_and_regressions_are_not_speedups(text: str, claims: list[float]) -> None:
