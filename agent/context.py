@@ -8,10 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent.examples import example_problems
 from agent.posterior import ThoughtStats
 from evaluator.safety import ALLOWED_HEADERS, MAX_SOURCE_BYTES
 from evaluator.targets import TargetProfile
 from evaluator.tasks import KernelTask
+from knowledge.fit import OPERATOR_TECHNIQUES, misfit
 from knowledge.models import effect_summary
 from knowledge.retrieval import Retriever, SearchFilters
 from knowledge.store import GraphStore
@@ -36,6 +38,7 @@ class ThoughtCard:
     claims: list[str] = field(default_factory=list)  # believable claims with the text they were parsed from
     effect: dict[str, Any] = field(default_factory=dict)  # effect_summary on this target ({} when untried)
     isa_fit: int = 0  # 2: the target's own ISA, 1: portable or translated to it, 0: another ISA only
+    example_problems: list[str] = field(default_factory=list)  # candidate rules its example breaks as written
 
 
 @dataclass
@@ -132,10 +135,13 @@ def gather(
     directions: int,
     runner: str = "qemu",
 ) -> AgentContext:
-    cards = _thought_cards(retriever, task, target) or _thoughts_from_graph(store, task, target)
+    isa = target_isa(target)
+    cards = _fitting(_thought_cards(retriever, task, target), task, isa) or _fitting(
+        _thoughts_from_graph(store, task, target), task, isa
+    )
     _attach_stats(store, cards, target.key)
     return AgentContext(
-        directions=_choose_directions(store, cards, directions),
+        directions=_choose_directions(store, cards, directions, OPERATOR_TECHNIQUES.get(str(task.operator), ())),
         same_task=_prior(store, target.key, task_id=task.name),
         # Relatives are decided later by which offline family can re-render their knobs for this task.
         similar_tasks=_prior(store, target.key, exclude=task.name, limit=24),
@@ -152,6 +158,12 @@ def _thought_cards(retriever: Retriever, task: KernelTask, target: TargetProfile
         SearchFilters(kind="thought", operator=str(task.operator), target=target.key),
         SearchFilters(kind="thought", target=target.key),
     ]
+    # The technique families that decide this operator's speed: their thoughts must be among the candidates
+    # even when the query's words favour others (an sdot query finds lookup tables before accumulators).
+    searches += [
+        SearchFilters(kind="thought", technique=str(t), target=target.key)
+        for t in OPERATOR_TECHNIQUES.get(str(task.operator), ())
+    ]
     if isa:  # the target's own ISA first: make sure its thoughts are among the candidates
         searches.insert(0, SearchFilters(kind="thought", operator=str(task.operator), isa=isa, target=target.key))
     cards: dict[str, ThoughtCard] = {}
@@ -160,6 +172,21 @@ def _thought_cards(retriever: Retriever, task: KernelTask, target: TargetProfile
             if hit.id not in cards:
                 cards[hit.id] = _card(hit.id, hit.node, hit.score, isa)
     return list(cards.values())
+
+
+def _fitting(cards: list[ThoughtCard], task: KernelTask, isa: str | None) -> list[ThoughtCard]:
+    """Only thoughts whose operator, data and ISA fit the task (knowledge/fit.py)."""
+    return [c for c in cards if not misfit(_fit_fields(c), str(task.operator), task.dtype, isa)]
+
+
+def _fit_fields(c: ThoughtCard) -> dict[str, Any]:
+    return {
+        "operator": c.operator,
+        "isa": c.isa,
+        "title": c.title,
+        "example_code": c.example_code,
+        "rvv_equivalents": c.rvv_equivalents,
+    }
 
 
 def _thoughts_from_graph(store: GraphStore, task: KernelTask, target: TargetProfile) -> list[ThoughtCard]:
@@ -171,7 +198,7 @@ def _thoughts_from_graph(store: GraphStore, task: KernelTask, target: TargetProf
     """
     rows = store.read(
         "MATCH (t:Thought) RETURN t.id AS id, properties(t) AS p "
-        "ORDER BY CASE WHEN t.operator = $op THEN 0 ELSE 1 END, t.id LIMIT 40",
+        "ORDER BY CASE WHEN t.operator = $op THEN 0 WHEN t.operator = 'other' THEN 1 ELSE 2 END, t.id LIMIT 200",
         op=str(task.operator),
     )
     isa = target_isa(target)
@@ -194,6 +221,7 @@ def _card(thought_id: str, n: dict, score: float, isa: str | None) -> ThoughtCar
         claims=list(n.get("claims") or []),
     )
     card.isa_fit = _isa_fit(card, isa)
+    card.example_problems = example_problems(card.example_code)
     return card
 
 
@@ -219,8 +247,11 @@ def _attach_stats(store: GraphStore, cards: list[ThoughtCard], target_key: str) 
             c.stats.trials, c.stats.successes = e["trials"], e["successes"]
 
 
-def _choose_directions(store: GraphStore, cards: list[ThoughtCard], k: int) -> list[Direction]:
-    """K ideas, those with thoughts in the target's ISA first (then translated or portable ones), by relevance
+def _choose_directions(
+    store: GraphStore, cards: list[ThoughtCard], k: int, key_techniques: tuple[Technique, ...] = ()
+) -> list[Direction]:
+    """K ideas: first one per technique family that matters for the operator (`key_techniques`, in order),
+    then those with thoughts in the target's ISA first (then translated or portable ones), by relevance
     inside each group, greedily diversified: an idea whose techniques are already covered waits."""
     by_idea: dict[str, list[ThoughtCard]] = {}
     for c in cards:
@@ -232,19 +263,7 @@ def _choose_directions(store: GraphStore, cards: list[ThoughtCard], k: int) -> l
             ids=list(by_idea),
         )
     }
-    ranked = sorted(by_idea, key=lambda i: max((c.isa_fit, c.relevance) for c in by_idea[i]), reverse=True)
-    chosen: list[str] = []
-    covered: set[Technique] = set()
-    for idea in ranked:  # first pass: new techniques only
-        techs = {c.technique for c in by_idea[idea]}
-        if techs - covered and len(chosen) < k:
-            chosen.append(idea)
-            covered |= techs
-    for idea in ranked:  # then fill up by relevance
-        if len(chosen) >= k:
-            break
-        if idea not in chosen:
-            chosen.append(idea)
+    chosen = choose_ideas(by_idea, k, key_techniques)
     return [
         Direction(
             idea_id=i,
@@ -255,6 +274,31 @@ def _choose_directions(store: GraphStore, cards: list[ThoughtCard], k: int) -> l
         )
         for i in chosen
     ]
+
+
+def choose_ideas(
+    by_idea: dict[str, list[ThoughtCard]], k: int, key_techniques: tuple[Technique, ...] = ()
+) -> list[str]:
+    """The ids of the K ideas directions follow (see _choose_directions)."""
+    ranked = sorted(by_idea, key=lambda i: max((c.isa_fit, c.relevance) for c in by_idea[i]), reverse=True)
+    chosen: list[str] = []
+    covered: set[Technique] = set()
+    for tech in key_techniques:  # the operator's own technique families first, one idea each
+        idea = next((i for i in ranked if i not in chosen and any(c.technique == tech for c in by_idea[i])), None)
+        if idea is not None and tech not in covered and len(chosen) < k:
+            chosen.append(idea)
+            covered |= {c.technique for c in by_idea[idea]}
+    for idea in ranked:  # then new techniques only
+        techs = {c.technique for c in by_idea[idea]}
+        if techs - covered and len(chosen) < k:
+            chosen.append(idea)
+            covered |= techs
+    for idea in ranked:  # then fill up by relevance
+        if len(chosen) >= k:
+            break
+        if idea not in chosen:
+            chosen.append(idea)
+    return chosen
 
 
 def _prior(

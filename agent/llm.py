@@ -305,6 +305,8 @@ def _thought_text(t: ThoughtCard, full: bool) -> str:
     lines = [head, t.description.strip()]
     if t.example_code.strip():
         label = "The change that carries it (from the mined commit)"
+        if t.example_problems:  # the evaluator would reject these lines: the idea transfers, the text does not
+            label += ", NOT allowed as written in a candidate (" + "; ".join(t.example_problems) + ")"
         lines.append(f"{label}:\n```\n{t.example_code.strip()}\n```")
     if t.rvv_equivalents:
         lines.append("RVV equivalents of its intrinsics: " + "; ".join(t.rvv_equivalents[:12]))

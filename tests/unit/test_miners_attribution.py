@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from miners import gitwalk
@@ -165,6 +167,31 @@ def test_rvv_translation_table(code: str, expected: str) -> None:
     got = rvv_equivalents(code)
     assert len(got) == 1 and got[0].startswith(expected), got
     assert rvv_equivalents("__riscv_vle32_v_f32m1(p, vl)") == []  # RVV code needs no translation
+
+
+@pytest.mark.parametrize(
+    ("name", "width"),
+    [
+        ("svwhilelt_b64", 64),
+        ("svwhilelt_b16", 16),
+        ("svwhilelt_b8", 8),
+        ("svwhilelo_b32", 32),
+        ("_mm512_mask_fmadd_pd", 64),
+        ("_mm512_maskz_loadu_epi16", 16),
+        ("_mm512_mask_add_ps", 32),
+        ("_mm256_hadd_pd", 64),
+        ("vhaddpd", 64),
+        ("_mm512_reduce_add_pd", 64),
+        ("vaddvq_f64", 64),
+    ],
+)
+def test_rvv_translations_keep_the_element_width(name: str, width: int) -> None:
+    """Predicates, masks and horizontal adds become vl and reductions at the width of the lanes they govern."""
+    from knowledge.rvv_translation import rvv_equivalent
+
+    got = rvv_equivalent(name) or ""
+    widths = {int(w) for w in re.findall(r"(?:_e|_[fiu])(\d+)m\d", got)}
+    assert widths == {width}, got
 
 
 def _rvv_kernel(op: str, body: str) -> str:

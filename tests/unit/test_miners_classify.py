@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from miners import gitwalk
-from miners.classify import needs_line_counts, parse_perf_claims, speed_words, triage
+from miners.classify import detect_operators, needs_line_counts, parse_perf_claims, speed_words, triage
 from miners.pipeline import classify_commits
 from miners.profiles import GENERIC, GGML, ONNXRUNTIME, OPENBLAS, PROFILES, detect_library, file_kind
 from tests.support.gitrepos import EXPECTED, RVV_DOT, _commit, build_kernel_repo, init_repo
@@ -581,3 +581,43 @@ def test_linear_title_scans_match_their_regex_definitions(title: str) -> None:
     clause = re.compile(r"\w.{8,}?(?:\s\+\s|;\s|,\s+(?:also|and)\s|\s&\s)")
     for end in range(len(title) + 1):
         assert _trailing_clause(title, end) == bool(clause.search(title, 0, end)), end
+
+
+@pytest.mark.parametrize(
+    ("text", "claims"),
+    [
+        # a multiplier beside an instruction, a thread, register or unroll count is how many, not how fast
+        ("ggml-hexagon: use rmpy x8 for faster q4_0 dot", []),
+        ("pp512 | 8 threads (x4) | 12.3 t/s, faster", []),
+        ("unroll x4 for better performance", []),
+        ("8x unrolled loop, better performance", []),
+        ("keep 8 registers x8 in flight, faster", []),
+        ("2x faster with 4 threads", [2.0]),
+        ("performance improved by x2", [2.0]),
+        ("Q8_0 prefill speed up x1.21 at p=512", [1.21]),
+        # a negative percentage is a regression, not a speedup; a range's dash is no sign
+        ("| q4_0 | tg128 | -29.2% perf |", []),
+        ("perf: +10% on pp512, -29.2% on tg128", [1.1]),
+        ("10-20% faster on K1", [1.2]),
+        ("This change results in 5% - 15% improvement", [1.15]),
+        ("333829.0 6.3 -29.2% Performance with this patch", []),
+    ],
+)
+def test_counts_and_regressions_are_not_speedups(text: str, claims: list[float]) -> None:
+    assert parse_perf_claims(text) == claims
+
+
+@pytest.mark.parametrize(
+    ("files", "title", "operator"),
+    [
+        (["ggml/src/ggml-cpu/arch/riscv/quants.c"], "ggml-cpu: optimize RVV vec_dot", "quant_dot"),
+        (["src/ggml-quants.c"], "ggml : faster dot product on NEON", "quant_dot"),
+        (["ggml/src/ggml-cpu/ops.cpp"], "riscv: ggml_vec_dot_iq1_s_q8_K with RVV", "quant_dot"),
+        (["ggml/src/ggml-cpu/ops.cpp"], "add ggml_vec_dot_tq1_0_q8_K", "quant_dot"),
+        (["ggml/src/ggml-cpu/ops.cpp"], "vectorize ggml_vec_dot_mxfp4_q8_0", "quant_dot"),
+        (["ggml/src/ggml-cpu/vec.cpp"], "faster ggml_vec_dot_f16 on RVV", "dot"),
+        (["kernel/riscv64/dot_rvv.c"], "optimize dot", "dot"),
+    ],
+)
+def test_ggml_quantized_dot_kernels_are_quant_dot(files: list[str], title: str, operator: str) -> None:
+    assert [str(o) for o in detect_operators(files, title, "")][:1] == [operator]
