@@ -47,7 +47,7 @@ def test_eok_up_prints_the_result_then_serves(neo4j_settings, store, tmp_path: P
                 break
         out = "".join(lines)
         assert "starter set" in out  # no repositories configured: the shipped ideas
-        assert "best speedup" in out and re.search(r"│ \d+\.\d+x", out), out
+        assert "over competent" in out and re.search(r"│ \d+\.\d+x", out), out
         key = re.search(r"operator key is (eok-\S+)", out).group(1)
         base = f"http://127.0.0.1:{port}"
         for _ in range(100):

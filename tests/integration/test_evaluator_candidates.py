@@ -90,10 +90,12 @@ def test_a_vectorized_dot_product_beats_the_scalar_baseline_in_modeled_cycles(ev
     assert r.speedup is not None and r.speedup > 2.0, r.feedback
     # sdot's tolerance admits a reordered sum, so the competent baseline reassociates and vectorizes: most
     # of the plain speedup came from the strict-FP baseline, and the competent figure says so.
+    # At the bench size (128 KiB: L2) both vector kernels run at the L2 read figure (4.9 B/cycle measured on
+    # a BPI-F3), so the competent baseline all but ties the hand-written one.
     assert "-fassociative-math" in r.competent_cflags
-    assert r.competent_cycles and r.baseline_cycles and r.competent_cycles < r.baseline_cycles / 3
+    assert r.competent_cycles and r.baseline_cycles and r.competent_cycles < r.baseline_cycles / 2
     assert r.competent_speedup == pytest.approx(r.competent_cycles / r.candidate_cycles)
-    assert r.competent_speedup < r.speedup / 3, r.feedback
+    assert r.competent_speedup < r.speedup / 2, r.feedback
 
 
 def test_the_competent_baseline_is_timed_natively_too(evaluator: Evaluator) -> None:

@@ -155,4 +155,5 @@ def test_setup_shows_pip_progress_with_the_time_and_honest_figures() -> None:
         timeout=30,
     ).stdout.splitlines()
     assert shown[:2] == ["  [0:00] Collecting torch", "  [0:00] Downloading torch-2.5.1.whl (200.1 MB)"]
-    assert shown[2] == "  [0:01] Successfully installed torch" and len(shown) == 3
+    # the elapsed time after a 1.1 s pause: 1 s, or 2 under load (the clock, not the format, is what varies)
+    assert re.fullmatch(r"  \[0:0[12]\] Successfully installed torch", shown[2]) and len(shown) == 3
