@@ -9,6 +9,7 @@ the next one, the test says which.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -98,8 +99,11 @@ def test_a_compile_that_does_not_end_is_a_compile_timeout(
     # and the limit is lowered to keep the test short.
     limits = toolchain.CANDIDATE_COMPILE_LIMITS
     monkeypatch.setattr(toolchain, "CANDIDATE_COMPILE_LIMITS", type(limits)(**{**limits.__dict__, "wall_s": 2}))
+    # 1 << 18 (36 s) against a 2 s limit leaves no doubt on a fast machine; a fresh comment keeps any object
+    # cache from answering for the compiler.
     head = (
-        "typedef float big __attribute__((vector_size(1 << 16)));\nstatic void f(big *a, big *b) { *a = *a * *b + *a; }"
+        f"/* {os.urandom(8).hex()} */\n"
+        "typedef float big __attribute__((vector_size(1 << 18)));\nstatic void f(big *a, big *b) { *a = *a * *b + *a; }"
     )
     code = kernel("f((big *)y, (big *)x);", head)
     r = evaluate(evaluator, code)
