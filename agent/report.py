@@ -52,7 +52,7 @@ MODELED_CAVEAT = (
     "spacemit-x60 scheduling model (llvm-mca) plus a cache/DRAM model (docs/COSTMODEL.md). A board over "
     "SSH measures real cycles and always wins over these figures. The model's measured error on published "
     "kernels of the same core, and the assumed figures a result rests on, follow each modeled evaluation "
-    "(docs/COSTMODEL.md \"Error bars\"; python scripts/bench_fidelity.py reproduces them)."
+    '(docs/COSTMODEL.md "Error bars"; python scripts/bench_fidelity.py reproduces them).'
 )
 
 
