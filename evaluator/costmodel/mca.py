@@ -354,10 +354,14 @@ def _simulate(todo: dict[str, Unit], mcpu: str, decoupled: bool, pricing: Pricin
         else:
             whole = streams(unit.context + unit.body, split, pricing.overrides)
             ctx = streams(unit.context, split, pricing.overrides)
+            # The scalar stream goes to the scoreboard's batch only: its single-pass llvm-mca cycles, the
+            # fallback when llvm-mca skipped an instruction, come from that same run.
             for s, (lines, _) in whole.items():
-                add(single, f"u{n}{s}w", lines)
+                if s != "s":
+                    add(single, f"u{n}{s}w", lines)
             for s, (lines, _) in ctx.items():
-                add(single, f"u{n}{s}c", lines)
+                if s != "s":
+                    add(single, f"u{n}{s}c", lines)
             if "s" in whole:
                 add(board, f"u{n}sW", whole["s"][0])
                 add(board, f"u{n}sC", ctx["s"][0] if "s" in ctx else [])
@@ -365,7 +369,7 @@ def _simulate(todo: dict[str, Unit], mcpu: str, decoupled: bool, pricing: Pricin
     with tempfile.TemporaryDirectory(prefix="eok-mca-") as tmp:
         procs = [(batch, batch.start(Path(tmp), mcpu)) for batch in (steady, single, board)]
         results = [batch.finish(proc) for batch, proc in procs]
-    cycles = {**results[0][0], **results[1][0]}
+    cycles = {**results[0][0], **results[1][0], **results[2][0]}
     bad = results[0][1] | results[1][1] | results[2][1]
     scale = {"s": scales[0], "v": scales[1]}
 
@@ -382,7 +386,7 @@ def _simulate(todo: dict[str, Unit], mcpu: str, decoupled: bool, pricing: Pricin
         # drain (region u{n}{s}D, present only for such bodies), but never more than DRAIN_CAP above the
         # steady state, the most a strip paid on silicon.
         drained = min(scaled(f"u{n}{s}D", s), steady + DRAIN_CAP) if f"u{n}{s}D" in cycles else steady
-        return max(steady, drained) + scaled("", s, extra)
+        return max(steady, drained) + extra
 
     def pass_stream(n: int, s: str, extra: float, ctx_extra: float | None) -> float:
         whole = board.ops(f"u{n}sW") if s == "s" else None
@@ -391,7 +395,8 @@ def _simulate(todo: dict[str, Unit], mcpu: str, decoupled: bool, pricing: Pricin
             t = scoreboard.pass_cycles(whole, board.units, pricing.issue)
             t0 = scoreboard.pass_cycles(before, board.units, pricing.issue)
             return (t - t0) * scale[s] + extra - (ctx_extra or 0.0)
-        return scaled(f"u{n}{s}w", s, extra) - (scaled(f"u{n}{s}c", s, ctx_extra) if ctx_extra is not None else 0.0)
+        w, c = (f"u{n}sW", f"u{n}sC") if s == "s" else (f"u{n}{s}w", f"u{n}{s}c")
+        return scaled(w, s, extra) - (scaled(c, s, ctx_extra) if ctx_extra is not None else 0.0)
 
     out: dict[str, UnitCost] = {}
     for n, (key, (unit, first, second)) in enumerate(plans.items()):
