@@ -156,7 +156,6 @@ def machine_with(profile: TargetProfile, figures: Figures, classes: dict[str, li
     dram = b["dram_gbps"] / clock  # a read stream's figure is also a copy's (model.Bandwidth.of)
     return replace(
         base,
-        dram_bytes_per_cycle=dram,
         l2=replace(base.l2, mixed=b["l2_mixed_bytes_per_cycle"]),
         dram=replace(
             base.dram, read=dram, mixed=dram, write=b["dram_write_gbps"] / clock, in_place=b["dram_rmw_gbps"] / clock
