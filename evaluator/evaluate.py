@@ -615,7 +615,7 @@ class Evaluator:
         result.dram_bytes_per_cycle = timing.dram_bytes_per_cycle
         result.peak_flops_per_cycle = timing.peak_flops_per_cycle
         result.peak_dram_bytes_per_cycle = timing.peak_dram_bytes_per_cycle
-        _attach_confidence(result, target.key)
+        _attach_confidence(result, target)
         if below := _below_lower_bound(timing):
             result.speedup = None
             feedback = f"model_error: {below}; not a speedup (the cost model is at fault: please report it)"
@@ -998,13 +998,13 @@ def _wrong_feedback(task: KernelTask, f: verdict.Failure) -> str:
     )
 
 
-def _attach_confidence(result: EvalResult, target_key: str) -> None:
+def _attach_confidence(result: EvalResult, target: TargetProfile) -> None:
     from evaluator.costmodel import confidence  # the cost model loads only where it is used
 
-    bar = confidence.error_bar(target_key)
+    bar = confidence.error_bar(target.key)
     if bar is not None:
         result.speedup_error, result.speedup_error_worst = bar.median, bar.worst
-    result.rests_on = confidence.rests_on(target_key, result.bound)
+    result.rests_on = confidence.rests_on(target, result.bound)
 
 
 def _below_lower_bound(timing: ModeledTiming) -> str | None:

@@ -14,6 +14,10 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from evaluator.targets import TargetProfile
 
 SUMMARY = Path(__file__).resolve().parent / "calibration" / "fidelity_summary.json"
 
@@ -51,11 +55,13 @@ def error_bar(target_key: str) -> ErrorBar | None:
     return ErrorBar(core["speedup_median"], core["speedup_worst"], core["kernels"], core["basis"])
 
 
-def rests_on(target_key: str, bound: str | None) -> list[str]:
-    """The assumed figures (no measurement) a result with this roofline bound depends on."""
-    from evaluator.targets import load_target  # target data only; late so the model does not load TOML early
+def rests_on(target: str | TargetProfile, bound: str | None) -> list[str]:
+    """The assumed figures (no measurement) a result with this roofline bound depends on: of the target as
+    evaluated (a calibrated file given by path keeps the built-in's key but lists its own assumptions)."""
+    if isinstance(target, str):
+        from evaluator.targets import load_target  # target data only; late so the model does not load TOML early
 
-    target = load_target(target_key)
+        target = load_target(target)
     assumed = set(target.costmodel.assumed) if target.costmodel else set()
     figures = _BOUND_FIGURES.get(bound or "compute", ())
     out = [f for f in figures if f in assumed]
