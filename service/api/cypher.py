@@ -304,6 +304,21 @@ DEFAULT_BYTE_CAP = 4 * 1024 * 1024
 # so one huge expression could otherwise hold the request (and its connection) for minutes.
 _ABANDON_AFTER_S = 0.5
 _EXPLAIN_TIMEOUT_S = 10.0
+# LIMIT or SKIP followed by anything but one integer or one parameter: an expression Neo4j evaluates while
+# it plans. Only these can make planning slow on purpose; without them a slow plan is a cold planner.
+_LIMIT_SKIP_ARG = re.compile(r"\b(?:LIMIT|SKIP)\s+(\$?\w+)?\s*(.?)", re.IGNORECASE)
+
+
+def limit_skip_expressions(query: str) -> bool:
+    """Whether some LIMIT or SKIP of `query` takes an expression rather than a number or a parameter."""
+    for match in _LIMIT_SKIP_ARG.finditer(query):
+        arg, after = match.group(1), match.group(2)
+        plain = arg is not None and (arg.isdigit() or arg.startswith("$"))
+        if not plain or after in set("+-*/%^(.["):
+            return True
+    return False
+
+
 _SLOT_WAIT_S = 0.5  # how long a request waits for one of the analysts' slots before "busy"
 _EXPLAIN_PREFIX = "EXPLAIN "
 _MODE_PREFIX = re.compile(r"^\s*(?:EXPLAIN|PROFILE)\b\s*", re.I)
@@ -458,7 +473,7 @@ class ReadOnlyCypher:
                 summary = tx.run(explain_text(query), params).consume()
             except (Neo4jError, DriverError, OSError):
                 if abandoned.is_set():
-                    raise self._timeout(planning=True) from None
+                    raise self._timeout(planning=True, query=query) from None
                 raise
             finally:
                 watchdog.cancel()
@@ -538,12 +553,18 @@ class ReadOnlyCypher:
             )
         return columns, rows, True, size
 
-    def _timeout(self, planning: bool = False) -> QueryTimeout:
-        if planning:
+    def _timeout(self, planning: bool = False, query: str = "") -> QueryTimeout:
+        if planning and limit_skip_expressions(query):
             return QueryTimeout(
                 f"planning the query took longer than {self.plan_timeout_s:g} s and was "
                 "stopped (Neo4j evaluates LIMIT and SKIP expressions while planning)",
                 "use a number or a parameter for LIMIT and SKIP; simplify the query",
+            )
+        if planning:  # nothing of the query's own runs while planning: the planner itself was slow
+            return QueryTimeout(
+                f"planning the query took longer than {self.plan_timeout_s:g} s and was stopped",
+                "Neo4j plans slowly for a minute after it starts (its first queries warm it up): "
+                "run it again; if it still fails, simplify the query",
             )
         return QueryTimeout(
             f"the query ran longer than the {self.timeout_s:g} s limit and was stopped",

@@ -28,6 +28,29 @@ COMMAND_MODULES = {
 }
 ALL_MODULES = tuple(dict.fromkeys(COMMAND_MODULES.values()))
 
+# What `eok --help` lists, in the order the modules register them: (name, is_group, first help paragraph).
+# The top-level help is asked for far more often than it changes, and importing every module to print it
+# cost ~0.6 s; tests/unit/test_cli_help.py renders it both ways and fails when this falls out of step.
+COMMAND_SUMMARY: tuple[tuple[str, bool, str], ...] = (
+    ("db", True, "Start, stop and inspect the Neo4j that holds the experience graph."),
+    ("tasks", True, "List and inspect kernel tasks (bundled suite + EOK_TASK_DIRS)."),
+    ("eval", False, "Evaluate a candidate (or the reference itself) on a target: correctness, then timing."),
+    ("mine", False, "Mine a repository's history for optimization commits; incremental and idempotent."),
+    ("ideas", True, "Search and show mined ideas and thoughts."),
+    ("optimize", False, "Optimize a kernel task for a target; every evaluated candidate is recorded in the graph."),
+    ("cypher", False, "Run a saved Cypher query read-only (with the API's timeout and row cap), or list them."),
+    ("serve", False, "Serve the API (OpenAPI docs at /docs) and the web page (/) until interrupted."),
+    ("up", False, "Run the main job end to end on the embedded defaults, then serve the API and the page."),
+    ("worker", False, "Join this machine to the evaluation cluster (or start its head), offering CPUs and boards."),
+    ("bootstrap", False, "The brute-force first stage: run the agent on every (task, target) pair to fill the graph."),
+    (
+        "calibrate",
+        False,
+        "Time the calibration kernels on a board, fit the target's bandwidths and instruction-class prices,\n"
+        "and write a target file to pass with `--target` to `eok eval` and `eok optimize`.",
+    ),
+)
+
 
 def _register(argv: list[str] | None = None) -> None:
     """Add the commands to `app`: the module of the command `argv` names, else all (help, a typo, None)."""
@@ -36,12 +59,29 @@ def _register(argv: list[str] | None = None) -> None:
     import importlib
 
     first = next((a for a in argv or () if not a.startswith("-")), None)
+    if (first is None and argv is not None and any(a in ("--help", "-h") for a in argv)) or argv == []:
+        _register_summary()
+        return
     for name in (COMMAND_MODULES[first],) if first in COMMAND_MODULES else ALL_MODULES:
         try:
             importlib.import_module(f"service.cli.{name}")
         except ModuleNotFoundError as e:
             if e.name != f"service.cli.{name}":
                 raise
+
+
+def _register_summary() -> None:
+    """Stand-ins that carry only each command's name and help: enough for the top-level help."""
+    import typer
+
+    def stand_in() -> None:  # never run: the help exits before any command does
+        raise AssertionError("a help stand-in was invoked")
+
+    for name, is_group, help_text in COMMAND_SUMMARY:
+        if is_group:
+            app.add_typer(typer.Typer(help=help_text), name=name)
+        else:
+            app.command(name, help=help_text)(stand_in)
 
 
 def main() -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from enum import StrEnum
+from types import SimpleNamespace
 
 import typer
 from rich.padding import Padding
@@ -32,18 +35,21 @@ def search(
     k: int = typer.Option(10, "-k", "--top", min=1, max=200, help="How many results."),
     json_out: bool = JsonOpt,
 ) -> None:
-    """Hybrid search (vectors + full text + graph) over ideas and thoughts, with evidence commits."""
-    from knowledge.retrieval import SearchFilters
-    from service.bootstrap import Container
+    """Hybrid search (vectors + full text + graph) over ideas and thoughts, with evidence commits.
 
-    filters = SearchFilters(kind=kind.value if kind else None, isa=isa, operator=operator, technique=technique)
-    c = Container()
-    try:
-        hits = c.retriever.search(query, k=k, filters=filters)
-    finally:
-        c.close()
+    When `eok serve` (or `eok up`) is running on the configured host and port over the same graph, it
+    answers: its embedding model and index are already loaded, so the answer takes well under a second
+    instead of the few seconds a cold load costs here."""
+    params = {"q": query, "k": k, "kind": kind.value if kind else None, "isa": isa}
+    params |= {"operator": operator, "technique": technique}
+    served = _search_via_service(params)
+    if served is not None:
+        service_url, rows = served
+        hits = [SimpleNamespace(**row) for row in rows]
+    else:
+        service_url, hits = None, _search_here(query, k, kind, isa, operator, technique)
     if json_out:
-        print_json([h.model_dump() for h in hits])
+        print_json(rows if served is not None else [h.model_dump() for h in hits])
         return
     if not hits:
         console.print("no matching ideas or thoughts (mine a repository first: eok mine PATH)")
@@ -59,6 +65,58 @@ def search(
         ev = _evidence(h.evidence)
         if ev:
             console.print(Padding(Text(f"evidence: {ev}", style="dim"), (0, 0, 0, 4)))
+    if service_url:
+        console.print(f"[dim](answered by the running service at {service_url})[/]", highlight=False)
+
+
+def _search_here(query: str, k: int, kind: Kind | None, isa: str | None, operator: str | None, technique: str | None):
+    from knowledge.retrieval import SearchFilters
+    from service.bootstrap import Container
+
+    filters = SearchFilters(kind=kind.value if kind else None, isa=isa, operator=operator, technique=technique)
+    c = Container()
+    try:
+        return c.retriever.search(query, k=k, filters=filters)
+    finally:
+        c.close()
+
+
+# Nothing listening is refused at once; a listening service gets time to count its graph for /health.
+SERVICE_PROBE_S = 3.0
+SERVICE_SEARCH_S = 10.0
+
+
+def _search_via_service(params: dict) -> tuple[str, list[dict]] | None:
+    """The running service's answer, or None to search here: no service, another graph, or a refusal.
+
+    Only a service over the same Neo4j is asked (its /health names the graph), so the answer is the one
+    this process would have computed. A query the service refuses (e.g. an ISA name it does not know, k over
+    its cap) is searched here, where the error message names the argument."""
+    import json
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    from core.settings import get_settings
+
+    settings = get_settings()
+    base = f"http://{settings.api_host}:{settings.api_port}"
+    try:
+        with urllib.request.urlopen(f"{base}/health", timeout=SERVICE_PROBE_S) as r:
+            health = json.load(r)
+        if health.get("neo4j_uri") != settings.bolt_uri or params["k"] > 100:
+            raise ValueError(f"it serves {health.get('neo4j_uri')}, or k {params['k']} is over its cap of 100")
+        query = urllib.parse.urlencode({key: v for key, v in params.items() if v is not None})
+        request = urllib.request.Request(f"{base}/ideas/search?{query}")
+        key = next(iter(settings.api_keys), None)  # any role may search
+        if key:
+            request.add_header("X-API-Key", key)
+        with urllib.request.urlopen(request, timeout=SERVICE_SEARCH_S) as r:
+            return base, json.load(r)["hits"]
+    except (OSError, ValueError, KeyError) as e:  # refused, timed out, not JSON, not ours: search here
+        if os.environ.get("EOK_DEBUG"):
+            print(f"eok: searching here, not through {base}: {e!r}", file=sys.stderr)
+        return None
 
 
 @ideas_app.command()
