@@ -20,7 +20,7 @@ from contextlib import contextmanager
 
 import psutil
 
-from core.errors import EokError
+from core.errors import EokError, Unavailable
 from knowledge.store import GraphStore
 
 log = logging.getLogger(__name__)
@@ -72,6 +72,7 @@ class RunLease:
         self.owner = owner
         self.ttl_s = ttl_s
         self.lost = False
+        self.graph_gone: Unavailable | None = None  # set when a renewal found the graph refusing connections
 
     def take(self) -> bool:
         """Take or renew the lease; False when another live owner holds an unexpired one."""
@@ -121,6 +122,11 @@ class RunLease:
             try:
                 lost = not self.take()
                 renewed_at = time.monotonic()
+            except Unavailable as e:  # nobody answers: no result can be recorded, so stop now, not at expiry
+                self.graph_gone = e
+                log.warning("run %s: the graph is gone (%s); stopping", self.run_id, e.message)
+                stop.set()
+                return
             except Exception as e:  # the graph hiccuped: retry until the lease would have run out
                 log.warning("run %s: lease renewal failed: %s", self.run_id, e)
                 lost = time.monotonic() - renewed_at > self.ttl_s * 0.8

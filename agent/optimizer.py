@@ -37,7 +37,7 @@ from agent.posterior import is_success, thompson_pick
 from agent.recorder import Recorder
 from agent.report import candidates, lineage, write_artifacts, yardstick
 from agent.types import ProgressEvent, RunOutcome, RunRequest
-from core.errors import InvalidInput, NotFound
+from core.errors import InvalidInput, NotFound, Unavailable
 from evaluator.evaluate import Candidate, EvalResult, Evaluator
 from evaluator.executor import EvalExecutor, EvalJob, InProcessExecutor
 from evaluator.targets import TargetProfile, load_target
@@ -186,6 +186,15 @@ class Optimizer:
                 state = self._prepare(run)
                 emit(self._event(state, "started", message=f"{len(state.directions)} directions"))
                 self._loop(state, emit, cancel)
+                if lease.graph_gone:
+                    raise lease.graph_gone
+            except Unavailable as e:  # the graph is gone: nothing can record the failure; say how to go on
+                emit(ProgressEvent(run_id=run_id, kind="failed", message=e.message[:500]))
+                raise Unavailable(
+                    f"the graph stopped answering during run {run_id} ({e.message})",
+                    f"start it again (`eok db start`), then `eok optimize --resume {run_id}` takes the run over; "
+                    "every evaluation recorded before it stopped is kept",
+                ) from e
             except Exception as e:
                 self.recorder.update_run(
                     run_id, status=RunStatus.FAILED.value, error=str(e)[:2000], finished_at=utcnow()

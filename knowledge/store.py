@@ -64,6 +64,10 @@ class GraphStore:
                 uri,
                 auth=auth,
                 connection_timeout=5.0,
+                # A stopped server must be noticed in seconds: the driver's default retries a refused
+                # connection for 30 s per transaction, and a run in progress then kept evaluating for minutes
+                # with nowhere to record (issue 24). Deadlock retries finish well within this.
+                max_transaction_retry_time=5.0,
                 max_connection_pool_size=50,
                 notifications_min_severity="OFF",  # schema-less reads warn about absent labels: expected
             )

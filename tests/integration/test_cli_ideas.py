@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -39,3 +40,25 @@ def test_search_shows_competent_first_and_show_opens_every_printed_id(
     shown = _eok(api_settings, "ideas", "show", "exp-3")
     assert "Experience exp-3" in shown.stdout and "sgemv_n on k1-x60" in shown.stdout
     assert "applied t-lmul-gemv" in shown.stdout
+
+
+def test_search_is_answered_by_a_running_service_over_the_same_graph(
+    api_graph: Container, api_settings: Settings, live_api: str
+) -> None:
+    port = live_api.rsplit(":", 1)[1]
+    # The CLI reads the same settings as the service it asks: its port and a key from EOK_API_KEYS.
+    env_port = {"EOK_API_PORT": port, "EOK_API_KEYS": json.dumps(api_settings.api_keys), "EOK_DEBUG": "1"}
+    os.environ.update(env_port)
+    try:
+        served = _eok(api_settings, "ideas", "search", "LMUL row sweep for gemv", "-k", "8")
+        served_json = _eok(api_settings, "ideas", "search", "LMUL row sweep for gemv", "-k", "8", "--json")
+    finally:
+        for name in env_port:
+            os.environ.pop(name)
+    here = _eok(api_settings, "ideas", "search", "LMUL row sweep for gemv", "-k", "8")  # no service on 8000
+    assert served.returncode == 0 and here.returncode == 0, (served.stderr, here.stderr)
+    assert f"answered by the running service at http://127.0.0.1:{port}" in served.stdout, served.stderr
+    assert "answered by the running service" not in here.stdout
+    ids = re.compile(r"^\s*\d+\. (\S+)", re.M)
+    assert ids.findall(served.stdout) == ids.findall(here.stdout) and "exp-3" in ids.findall(served.stdout)
+    assert [hit["id"] for hit in json.loads(served_json.stdout)] == ids.findall(here.stdout)

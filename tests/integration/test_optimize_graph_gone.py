@@ -1,0 +1,75 @@
+"""Neo4j stopped under a running `eok optimize`: noticed in seconds (it took 135 s), one line naming the run
+and how to resume it, no traceback; after a restart, the resume takes the run over and finishes it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from core.settings import PROJECT_ROOT
+from knowledge import local_neo4j
+from knowledge.models import Run, RunStatus
+from knowledge.store import GraphStore
+from tests.conftest import free_port, local_test_settings
+
+NOTICED_WITHIN_S = 30.0  # an evaluation in flight (qemu + model) plus the 5 s retry budget, on a loaded machine
+
+
+def _experiences(store: GraphStore) -> tuple[str | None, int]:
+    rows = store.read(
+        "MATCH (r:Run {task_id: 'saxpy'}) OPTIONAL MATCH (x:Experience {run_id: r.id}) RETURN r.id AS id, count(x) AS n"
+    )
+    return (rows[0]["id"], rows[0]["n"]) if rows else (None, 0)
+
+
+def test_a_stopped_graph_ends_the_run_at_once_and_the_resume_takes_it_over(tmp_path: Path) -> None:
+    settings = local_test_settings(tmp_path, free_port())
+    local_neo4j.start(settings, watch_pid=os.getpid())
+    env = {
+        **os.environ,
+        "EOK_HOME": str(settings.home),
+        "EOK_LOCAL_NEO4J_PORT": str(settings.local_neo4j_port),
+        "EOK_LOCAL_NEO4J_DATA": str(settings.local_neo4j_data),
+    }
+    env.pop("NEO4J_URI", None)
+    cmd = [sys.executable, "-m", "service.cli", "optimize", "saxpy", "--budget", "6", "--generator", "offline"]
+    try:
+        with GraphStore.connect(settings) as store:
+            proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            run_id, deadline = None, time.monotonic() + 300
+            while time.monotonic() < deadline and not run_id:  # until a first result is recorded
+                time.sleep(0.3)
+                assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+                found, n = _experiences(store)
+                run_id = found if n >= 1 else None
+            assert run_id, "the run never recorded a candidate"
+
+        began = time.monotonic()
+        local_neo4j.stop(settings)
+        _, err = proc.communicate(timeout=180)
+        took = time.monotonic() - began
+
+        text = err.decode()
+        assert "Traceback" not in text, text
+        assert proc.returncode == 3, text
+        assert f"the graph stopped answering during run {run_id}" in text
+        assert f"`eok optimize --resume {run_id}`" in text
+        assert took <= NOTICED_WITHIN_S, f"noticed after {took:.1f} s"
+
+        local_neo4j.start(settings, watch_pid=os.getpid())
+        resumed = subprocess.run(
+            [sys.executable, "-m", "service.cli", "optimize", "--resume", run_id],
+            cwd=PROJECT_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert resumed.returncode == 0, resumed.stderr
+        with GraphStore.connect(settings) as store:
+            assert store.get_node(Run, run_id).status == RunStatus.DONE.value
+    finally:
+        local_neo4j.stop(settings)
