@@ -3,8 +3,9 @@
 The same source is compiled twice. The trusted build (-DEOK_TRUSTED) links the reference
 (`eok_ref_<fn>`, renamed with -D when compiling reference.c), the plain baseline (`eok_base_<fn>`, the
 reference built with the target's baseline flags, `clang -O3`) and the competent baseline
-(`eok_comp_<fn>`, built with the flags the task's tolerance allows: `toolchain.competent_cflags`): it
-generates inputs and expected outputs and runs the baselines for timing. The
+(`eok_comp_<fn>`, built with the flags the task's tolerance allows: `toolchain.competent_cflags`) and,
+with -DEOK_LIBRARY, a built library's routine through its adapter (`eok_lib_<fn>`): it generates inputs
+and expected outputs and runs the baselines for timing. The
 candidate build links the candidate (`<fn>`) alone: it only reads inputs and writes raw outputs. No
 candidate code is ever in the process that makes inputs or expected outputs (docs/EVALUATION.md).
 """
@@ -51,6 +52,11 @@ def base_name(task: KernelTask) -> str:
 
 def comp_name(task: KernelTask) -> str:
     return f"eok_comp_{task.function_name}"
+
+
+def lib_name(task: KernelTask) -> str:
+    """The library adapter's name (evaluator/upstream/baseline.py), linked only with -DEOK_LIBRARY."""
+    return f"eok_lib_{task.function_name}"
 
 
 def prototype(task: KernelTask, name: str | None = None) -> str:
@@ -175,6 +181,9 @@ def _call_fn(task: KernelTask) -> str:
         "#ifdef EOK_TRUSTED",
         f"    if (eok_which == EOK_REF) {{ {call(ref_name(task), False)} }}",
         f"    else if (eok_which == EOK_COMP) {{ {call(comp_name(task), True)} }}",
+        "#ifdef EOK_LIBRARY",
+        f"    else if (eok_which == EOK_LIB) {{ {call(lib_name(task), True)} }}",
+        "#endif",
         f"    else {{ {call(base_name(task), True)} }}",
         "#else",
         f"    {call(task.function_name, True)}",
@@ -206,6 +215,9 @@ def _task_block(task: KernelTask) -> str:
             f"{prototype(task, ref_name(task))};",
             f"{prototype(task, base_name(task))};",
             f"{prototype(task, comp_name(task))};",
+            "#ifdef EOK_LIBRARY",
+            f"{prototype(task, lib_name(task))};",
+            "#endif",
             "#else",
             f"{prototype(task)};",
             "#endif",

@@ -123,6 +123,24 @@ class ArgSpec(BaseModel):
         return v
 
 
+LIBRARY_NAMES = ("openblas", "ggml", "onnxruntime-mlas")  # evaluator.upstream.built.LIBRARIES
+
+
+class LibraryRoutine(BaseModel):
+    """The routine of a shipped library this task corresponds to (docs/TASKS.md, "The library as a baseline").
+
+    Trusted text, like reference.c: `header` declares the library's routine (its real prototype: the
+    compile sees no library headers), `adapter` is the body of a function with the task's signature that
+    calls it, e.g. `return cblas_sdot(n, x, 1, y, 1);`. Linked only into the trusted binary.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    name: Literal["openblas", "ggml", "onnxruntime-mlas"]
+    routine: str = Field(pattern=r"^[A-Za-z_]\w*$")  # the library's own name, e.g. cblas_sdot
+    header: str = Field(min_length=1)
+    adapter: str = Field(min_length=1)
+
+
 class TaskSpec(BaseModel):
     """task.toml as written; cross-field rules live in `_check`."""
 
@@ -140,6 +158,7 @@ class TaskSpec(BaseModel):
     args: dict[str, ArgSpec] = {}
     # Why a speedup over this task's baselines flatters (docs/TASKS.md, "Two baselines"), shown beside it.
     baseline_note: str | None = Field(None, min_length=1, max_length=300)
+    library: list[LibraryRoutine] = []  # [[library]] tables: one per library that has this routine
 
 
 class Param(BaseModel):
@@ -186,6 +205,7 @@ class KernelTask(BaseModel):
     reference_code: str
     notes: str = ""
     baseline_note: str | None = None
+    library: list[LibraryRoutine] = []
 
     @property
     def size_params(self) -> list[str]:
@@ -376,6 +396,9 @@ def _check(spec: TaskSpec, spec_path: Path, directory: Path, reference: str, not
     bench_bytes = sum(counts[bench][p.name] * p.type.size for p in params if p.role == "buffer")
     if bench_bytes > MAX_BENCH_BYTES:
         raise _FieldError("sizes", f"bench size needs {bench_bytes >> 20} MB of buffers", "use a smaller bench size")
+    names = [lib.name for lib in spec.library]
+    if len(set(names)) != len(names):
+        raise _FieldError("library", "one [[library]] table per library name")
     if not re.search(rf"\b{re.escape(fname)}\s*\(", reference):
         raise _FieldError("signature", f"{REFERENCE_FILE} does not define {fname}()")
     return KernelTask(
@@ -399,6 +422,7 @@ def _check(spec: TaskSpec, spec_path: Path, directory: Path, reference: str, not
         reference_code=reference,
         notes=read_text_file(notes) if notes.is_file() else "",
         baseline_note=spec.baseline_note,
+        library=spec.library,
     )
 
 
@@ -413,8 +437,8 @@ def _check_sizes(spec: TaskSpec) -> tuple[list[dict[str, int]], int]:
                     raise _FieldError(f"sizes.{i}.bench", "must be true or false")
                 if v:
                     bench.append(i)
-            elif isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise _FieldError(f"sizes.{i}.{key}", f"must be a non-negative integer, got {v!r}")
+            elif isinstance(v, bool) or not isinstance(v, int):
+                raise _FieldError(f"sizes.{i}.{key}", f"must be an integer, got {v!r}")
             else:
                 values[key] = v
         if sizes and set(values) != set(sizes[0]):
