@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -14,7 +15,17 @@ from agent.types import ProgressEvent, RunOutcome, RunRequest
 from core.errors import InvalidInput
 from core.settings import get_settings
 from knowledge.models import RunStatus, utcnow
-from service.cli.app import GeneratorName, JsonOpt, RunnerName, app, console, on_interrupt, print_json
+from service.cli.app import (
+    GeneratorName,
+    JsonOpt,
+    LibraryOpt,
+    RunnerName,
+    app,
+    console,
+    on_interrupt,
+    print_json,
+    with_libraries,
+)
 
 
 class _Progress:
@@ -75,6 +86,7 @@ def optimize(
         bool, typer.Option("--show-prompt", help="print the first LLM prompt for this task and exit (runs nothing)")
     ] = False,
     cluster: Annotated[str | None, typer.Option(help="Ray cluster HOST:PORT or auto (default EOK_RAY_ADDRESS)")] = None,
+    library: list[Path] = LibraryOpt,
     json_out: bool = JsonOpt,
 ) -> None:
     """Optimize a kernel task for a target; every evaluated candidate is recorded in the graph."""
@@ -97,7 +109,7 @@ def optimize(
         return
     if not resume:
         _check_up_front(task or "", target, runner.value if runner else None)
-    settings = get_settings()
+    settings = with_libraries(get_settings(), library)
     container = Container(settings)
     opt = Optimizer(container, executor=build_executor(settings, cluster))
     if resume:
