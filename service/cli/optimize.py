@@ -213,6 +213,8 @@ def _print_outcome(o: RunOutcome) -> None:
         str(r.status),
     )
     console.print(t)
+    if r.best_speedup_over_library and r.library_label:  # only where a built library was configured
+        console.print(f"over the library: {_x(r.best_speedup_over_library)} over {r.library_label}", highlight=False)
     if not (o.best and improved(over_baseline(o.best))):
         gain = over_baseline(o.best) if o.best else None
         best = f" (best correct candidate {gain:.2f}x)" if gain else ""
@@ -220,7 +222,13 @@ def _print_outcome(o: RunOutcome) -> None:
     else:
         console.print(
             f"[bold green]best kernel: {_x(o.best.competent_speedup)} over the competent baseline[/], "
-            f"{_x(o.best.speedup)} over -O3 ({o.best.measurement})",
+            f"{_x(o.best.speedup)} over -O3"
+            + (
+                f", {_x(o.best.speedup_over_library)} over {o.best.library_label}"
+                if o.best.speedup_over_library
+                else ""
+            )
+            + f" ({o.best.measurement})",
             highlight=False,
         )
         console.print(o.artifacts.get("code", "-"), highlight=False, soft_wrap=True)
