@@ -33,6 +33,7 @@ JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON instea
 LibraryOpt = typer.Option(
     None,
     "--library",
+    exists=True,
     help="A built library (its eok-library.json or cache folder) timed as a baseline where the task maps to it; "
     "repeatable. Default: EOK_LIBRARY.",
 )

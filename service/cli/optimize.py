@@ -92,6 +92,7 @@ def optimize(
     """Optimize a kernel task for a target; every evaluated candidate is recorded in the graph."""
     from agent.optimizer import Optimizer
     from evaluator.executor import build_executor
+    from evaluator.upstream.baseline import configured_libraries
     from service.bootstrap import Container
 
     if not task and not resume:
@@ -110,6 +111,7 @@ def optimize(
     if not resume:
         _check_up_front(task or "", target, runner.value if runner else None)
     settings = with_libraries(get_settings(), library)
+    configured_libraries(settings.library)  # a bad manifest is one line before the graph is touched
     container = Container(settings)
     opt = Optimizer(container, executor=build_executor(settings, cluster))
     if resume:
