@@ -8,6 +8,7 @@ Real clang, real qemu, the real cost model; the library is linked into the trust
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import pytest
 from core.settings import Settings
 from evaluator.evaluate import Candidate, EvalResult, Evaluator
 from evaluator.targets import load_target
-from evaluator.tasks import load_task
+from evaluator.tasks import SUITE_DIR, KernelTask, load_task
 from evaluator.toolchain import CLANG, target_flags
 from evaluator.upstream.baseline import configured_libraries, library_baseline
 from evaluator.upstream.built import BuiltLibrary
@@ -59,6 +60,20 @@ def _build_library(folder: Path, source: str) -> Path:
 
 
 @pytest.fixture(scope="module")
+def tasks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """sdot and snrm2 as the suite has them, [[library]] included, timed at n = 2048: the same contract,
+    a quarter or less of the modeled work (the test stays lean)."""
+    root = tmp_path_factory.mktemp("tasks")
+    for name, bench in (("sdot", "{ n = 16384, bench = true }"), ("snrm2", "{ n = 100000, bench = true }")):
+        shutil.copytree(SUITE_DIR / name, root / name)
+        spec = root / name / "task.toml"
+        text = spec.read_text()
+        assert bench in text
+        spec.write_text(text.replace(bench, "{ n = 2048, bench = true }"))
+    return {name: root / name for name in ("sdot", "snrm2")}
+
+
+@pytest.fixture(scope="module")
 def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _build_library(tmp_path_factory.mktemp("tinyblas"), LIBRARY_C)
 
@@ -73,14 +88,16 @@ def with_library(home: Path, library: Path) -> Evaluator:
     return Evaluator(Settings(home=home, eval_timeout_s=60, eval_memory_mb=512, library=[library]))
 
 
-def _eval(evaluator: Evaluator, task: str, cflags: list[str] | None = None) -> EvalResult:
-    spec = load_task(task)
+def _eval(evaluator: Evaluator, task: Path, cflags: list[str] | None = None) -> EvalResult:
+    spec: KernelTask = load_task(task)
     cand = Candidate(code=spec.reference_code, cflags=cflags or [], label="reference")
     return evaluator.evaluate(spec, load_target("k1-x60"), cand, "qemu")
 
 
-def test_sdot_reports_its_speedup_over_the_library_beside_both_baselines(with_library: Evaluator) -> None:
-    r = _eval(with_library, "sdot")
+def test_sdot_reports_its_speedup_over_the_library_beside_both_baselines(
+    with_library: Evaluator, tasks: dict[str, Path]
+) -> None:
+    r = _eval(with_library, tasks["sdot"])
     assert r.ok, r.feedback
     assert r.library_label == "openblas@0123456789" and r.library_routine == "cblas_sdot"
     assert r.library_problem is None
@@ -89,21 +106,23 @@ def test_sdot_reports_its_speedup_over_the_library_beside_both_baselines(with_li
     assert "openblas@0123456789's cblas_sdot" in r.feedback
     # Held out: the ranking over the library is the ranking over the competent baseline (same candidate time,
     # one denominator per task): the vectorized build of the same C ranks above the scalar one on both.
-    fast = _eval(with_library, "sdot", ["-ffast-math"])
+    fast = _eval(with_library, tasks["sdot"], ["-ffast-math"])
     assert fast.ok, fast.feedback
     assert fast.library_cycles == r.library_cycles  # cached per library build, on fixed inputs
     assert (fast.speedup_over_library > r.speedup_over_library) == (fast.competent_speedup > r.competent_speedup)
     assert fast.speedup_over_library > r.speedup_over_library
 
 
-def test_without_a_configured_library_there_is_no_library_figure(home: Path) -> None:
-    r = _eval(Evaluator(Settings(home=home, eval_timeout_s=60, eval_memory_mb=512)), "sdot")
+def test_without_a_configured_library_there_is_no_library_figure(home: Path, tasks: dict[str, Path]) -> None:
+    r = _eval(Evaluator(Settings(home=home, eval_timeout_s=60, eval_memory_mb=512)), tasks["sdot"])
     assert r.ok, r.feedback
     assert (r.library_label, r.library_cycles, r.speedup_over_library, r.library_problem) == (None,) * 4
 
 
-def test_a_library_kernel_that_fails_the_task_s_check_is_reported(with_library: Evaluator) -> None:
-    r = _eval(with_library, "snrm2")
+def test_a_library_kernel_that_fails_the_task_s_check_is_reported(
+    with_library: Evaluator, tasks: dict[str, Path]
+) -> None:
+    r = _eval(with_library, tasks["snrm2"])
     assert r.ok, r.feedback  # the candidate is judged as ever; the library's failure is a finding beside it
     assert r.library_label == "openblas@0123456789" and r.speedup_over_library is None
     assert r.library_problem and r.library_problem.startswith("fails the task's check: at size n=")
