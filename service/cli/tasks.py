@@ -71,6 +71,7 @@ def show(
                 "sizes": task.sizes,
                 "bench_index": task.bench_index,
                 "args": {k: v.model_dump(exclude_none=True) for k, v in task.args.items()},
+                "library": [lib.model_dump() for lib in task.library],
                 "reference_code": task.reference_code,
             }
         )
@@ -83,6 +84,8 @@ def show(
     for i, size in enumerate(task.sizes):
         mark = "  <- bench" if i == task.bench_index else ""
         console.print("  size " + ", ".join(f"{k}={v}" for k, v in size.items()) + mark, highlight=False)
+    for lib in task.library:  # the library routines it is timed against where one is configured (--library)
+        console.print(f"library: {lib.name} {lib.routine}", highlight=False, markup=False)
     console.print(f"directory: {task.directory}", highlight=False, markup=False)
     console.rule("reference.c")
     console.print(task.reference_code, highlight=False, markup=False)
