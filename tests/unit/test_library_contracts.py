@@ -129,3 +129,54 @@ def test_the_bootstrap_reports_the_median_over_the_library_where_tasks_have_one(
     assert "median best speedup over the library 1.10x over 3 runs" in y.lines()[1]
     assert "the EoK paper's yardstick" in y.lines()[1]
     assert len(Yardsticks.of([_row("relu", 3.0, None)]).lines()) == 1  # no library: no library line
+
+
+def test_the_run_report_and_final_table_show_the_speedup_over_the_library(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from rich.console import Console
+
+    from agent.report import write_artifacts, yardstick
+    from agent.types import RunOutcome
+    from knowledge.models import Experience, ExperienceStatus, Run
+    from service.cli import optimize
+
+    label = "openblas@0123456789"
+    best = Experience(
+        id="r-0001",
+        task_id="sdot",
+        target_key="k1-x60",
+        status=ExperienceStatus.OK,
+        code="float sdot(int n, const float *x, const float *y) { return 0; }",
+        speedup=6.95,
+        competent_speedup=1.12,
+        speedup_over_library=1.05,
+        library_label=label,
+    )
+    run = Run(
+        id="r",
+        task_id="sdot",
+        target_key="k1-x60",
+        budget=2,
+        best_speedup=6.95,
+        best_competent_speedup=1.12,
+        best_speedup_over_library=1.05,
+        library_label=label,
+    )
+    assert yardstick(1.12, 6.95, 1.05, label) == f"1.12x over competent, 6.95x over -O3, 1.05x over {label}"
+    write_artifacts(tmp_path, RunOutcome(run=run, best=best))
+    report = (tmp_path / "report.md").read_text()
+    assert f"Over the library: 1.050x over {label}" in report
+    assert f"**Best kernel: 1.120x over the competent baseline, 6.950x over clang -O3, 1.050x over {label}**" in report
+    buf = io.StringIO()
+    monkeypatch.setattr(optimize, "console", Console(file=buf, width=100, color_system=None))
+    optimize._print_outcome(RunOutcome(run=run, best=best))
+    assert f"over the library: 1.05x over {label}" in buf.getvalue()
+    assert f"6.95x over -O3, 1.05x over {label}" in buf.getvalue()
+    plain = Run(id="p", task_id="sdot", target_key="k1-x60", budget=2, best_speedup=6.95, best_competent_speedup=1.12)
+    unconfigured = best.model_copy(update={"speedup_over_library": None, "library_label": None})
+    write_artifacts(tmp_path / "plain", RunOutcome(run=plain, best=unconfigured))
+    plain_report = (tmp_path / "plain" / "report.md").read_text()
+    assert "Over the library" not in plain_report and "over openblas" not in plain_report  # only where configured
