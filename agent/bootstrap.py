@@ -9,6 +9,7 @@ so a Ray cluster with many boards fills them all. Re-planning the same pairs nev
 from __future__ import annotations
 
 import json
+import statistics
 import threading
 import time
 import uuid
@@ -48,7 +49,50 @@ class PairRow(BaseModel):
     evaluations: int = 0
     budget: int = 0
     best_speedup: float | None = None
+    best_competent_speedup: float | None = None
+    # Over a built library's own routine where the task maps to one and it was configured (the EoK paper's
+    # yardstick: over what human experts ship), with the build ("openblas@0123456789").
+    best_speedup_over_library: float | None = None
+    library_label: str | None = None
     error: str | None = None
+
+
+class Yardsticks(BaseModel):
+    """The bootstrap's medians: over the competent baseline across every pair with one, and over the library
+    across the pairs that have a library baseline (the EoK paper's yardstick: speedup over human experts)."""
+
+    median_over_competent: float | None = None
+    competent_pairs: int = 0
+    median_over_library: float | None = None
+    library_pairs: int = 0
+    libraries: list[str] = []
+
+    @classmethod
+    def of(cls, rows: list[PairRow]) -> Yardsticks:
+        competent = [r.best_competent_speedup for r in rows if r.best_competent_speedup]
+        library = [r.best_speedup_over_library for r in rows if r.best_speedup_over_library]
+        return cls(
+            median_over_competent=statistics.median(competent) if competent else None,
+            competent_pairs=len(competent),
+            median_over_library=statistics.median(library) if library else None,
+            library_pairs=len(library),
+            libraries=sorted({r.library_label for r in rows if r.best_speedup_over_library and r.library_label}),
+        )
+
+    def lines(self) -> list[str]:
+        """What the summary prints; the library line only where a library baseline exists."""
+        out = []
+        if self.median_over_competent is not None:
+            out.append(
+                f"median best speedup over the competent baseline {self.median_over_competent:.2f}x "
+                f"over {self.competent_pairs} runs"
+            )
+        if self.median_over_library is not None:
+            out.append(
+                f"median best speedup over the library {self.median_over_library:.2f}x over {self.library_pairs} "
+                f"runs with one ({', '.join(self.libraries)}): the EoK paper's yardstick, over human experts' kernels"
+            )
+        return out
 
 
 class BootstrapEvent(BaseModel):
@@ -70,6 +114,10 @@ class BootstrapOutcome(BaseModel):
     rows: list[PairRow]
     seconds: float = 0.0
     artifacts: dict[str, str] = {}
+
+    @property
+    def yardsticks(self) -> Yardsticks:
+        return Yardsticks.of(self.rows)
 
     @property
     def complete(self) -> bool:
@@ -262,7 +310,9 @@ class Bootstrapper:
             "MATCH (r:Run {bootstrap_id: $id}) "
             "OPTIONAL MATCH (x:Experience {run_id: r.id}) "
             "RETURN r.id AS run_id, r.task_id AS task, r.target_key AS target, r.status AS status, "
-            "r.budget AS budget, r.best_speedup AS best, r.error AS error, count(x) AS evaluations",
+            "r.budget AS budget, r.best_speedup AS best, r.best_competent_speedup AS best_competent, "
+            "r.best_speedup_over_library AS best_library, r.library_label AS library_label, r.error AS error, "
+            "count(x) AS evaluations",
             id=bootstrap_id,
         )
         order = {(t, g): i for i, (t, g) in enumerate(_pairs(boot))}
@@ -276,6 +326,9 @@ class Bootstrapper:
                     evaluations=r["evaluations"],
                     budget=r["budget"],
                     best_speedup=r["best"],
+                    best_competent_speedup=r["best_competent"],
+                    best_speedup_over_library=r["best_library"],
+                    library_label=r["library_label"],
                     error=r["error"],
                 )
                 for r in rows
@@ -354,7 +407,12 @@ def write_summary(folder: Path, out: BootstrapOutcome) -> dict[str, str]:
     paths = {"summary": str(folder / "summary.json")}
     (folder / "summary.json").write_text(
         json.dumps(
-            {"bootstrap": out.bootstrap.model_dump(mode="json"), "rows": [r.model_dump() for r in out.rows]}, indent=1
+            {
+                "bootstrap": out.bootstrap.model_dump(mode="json"),
+                "rows": [r.model_dump() for r in out.rows],
+                "yardsticks": out.yardsticks.model_dump(),
+            },
+            indent=1,
         )
     )
     if out.rows:
@@ -387,4 +445,12 @@ def _plot(path: Path, out: BootstrapOutcome) -> Path:
     return path
 
 
-__all__ = ["BootstrapEvent", "BootstrapOutcome", "BootstrapRequest", "Bootstrapper", "PairRow", "select_tasks"]
+__all__ = [
+    "BootstrapEvent",
+    "BootstrapOutcome",
+    "BootstrapRequest",
+    "Bootstrapper",
+    "PairRow",
+    "Yardsticks",
+    "select_tasks",
+]

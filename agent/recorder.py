@@ -38,7 +38,8 @@ SET run.evaluations = CASE WHEN created THEN coalesce(run.evaluations, 0) + 1 EL
     run.llm_tokens = coalesce(run.llm_tokens, 0) + CASE WHEN created THEN $llm_tokens ELSE 0 END
 FOREACH (_ IN CASE WHEN created AND $improves_run THEN [1] ELSE [] END |
     SET run.best_experience_id = x.id, run.best_speedup = x.speedup,
-        run.best_competent_speedup = x.competent_speedup)
+        run.best_competent_speedup = x.competent_speedup,
+        run.best_speedup_over_library = x.speedup_over_library, run.library_label = x.library_label)
 WITH x, created, tg
 CALL (x) {
     OPTIONAL MATCH (p:Experience {id: x.parent_id})

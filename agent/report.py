@@ -39,6 +39,8 @@ OPTIONAL MATCH (i:Idea {id: x.direction})
 RETURN x.id AS id, x.step AS step, x.parent_id AS parent, x.status AS status, x.speedup AS speedup,
        x.competent_speedup AS competent_speedup, x.competent_cycles AS competent_cycles,
        x.baseline_cycles AS baseline_cycles, x.candidate_cycles AS candidate_cycles, x.seconds AS seconds,
+       x.speedup_over_library AS speedup_over_library, x.library_cycles AS library_cycles,
+       x.library_label AS library_label,
        x.variant AS variant, x.cflags AS cflags, x.feedback AS feedback, x.measurement AS measurement,
        x.direction AS direction, i.title AS direction_title, x.generator AS generator, x.code AS code
 ORDER BY x.step
@@ -66,11 +68,15 @@ def improved(speedup: float | None) -> bool:
     return bool(speedup and speedup >= MIN_GAIN)
 
 
-def yardstick(competent: float | None, plain: float | None) -> str:
-    """One yardstick on every surface: the speedup over the competent baseline, the plain -O3 one beside it."""
+def yardstick(
+    competent: float | None, plain: float | None, library: float | None = None, label: str | None = None
+) -> str:
+    """One yardstick on every surface: the speedup over the competent baseline, the plain -O3 one beside it,
+    and over a built library's own routine where one was configured ("1.05x over openblas@0123456789")."""
     if not plain:
         return "-"
-    return f"{competent:.2f}x over competent, {plain:.2f}x over -O3" if competent else f"{plain:.2f}x over -O3"
+    text = f"{competent:.2f}x over competent, {plain:.2f}x over -O3" if competent else f"{plain:.2f}x over -O3"
+    return text + (f", {library:.2f}x over {label}" if library and label else "")
 
 
 def over_baseline(x: Any) -> float | None:
@@ -346,6 +352,15 @@ def _markdown(o: RunOutcome, paths: dict[str, str]) -> str:
         f"| {r.task_id} | {r.target_key} | {r.generator} | {r.status} | {_x(r.best_competent_speedup)} / "
         f"{_x(r.best_speedup)} | {r.evaluations} / {r.budget} | {r.llm_calls} | {r.llm_tokens} |",
         "",
+        *(
+            [
+                f"Over the library: {_x(r.best_speedup_over_library)} over {r.library_label} (its own routine, timed "
+                'like the baselines: docs/EVALUATION.md, "The library as a baseline").',
+                "",
+            ]
+            if r.best_speedup_over_library and r.library_label
+            else []
+        ),
         "Competent: over the reference built with the FP flags the task's tolerance allows; plain: over the "
         'reference at clang -O3 (docs/TASKS.md, "Two baselines").',
         "",
@@ -371,7 +386,8 @@ def _verdict(o: RunOutcome, paths: dict[str, str]) -> list[str]:
             "",
         ]
     lines = [
-        f"**Best kernel: {_x(b.competent_speedup)} over the competent baseline, {_x(b.speedup)} over clang -O3** "
+        f"**Best kernel: {_x(b.competent_speedup)} over the competent baseline, {_x(b.speedup)} over clang -O3"
+        f"{_over_library(b.speedup_over_library, b.library_label)}** "
         f"({b.measurement}): `{paths.get('code', '-')}` "
         f"(extra flags: `{' '.join(b.cflags) or '-'}`; its first lines hold the build line it was measured "
         "with, and it does not compile without it).",
@@ -390,6 +406,8 @@ def _baselines(o: RunOutcome) -> list[str]:
     if rows:
         competent = next((c["competent_cycles"] for c in rows if c.get("competent_cycles")), None)
         also = f"; competent baseline (its allowed FP flags): {competent:,.0f} cycles" if competent else ""
+        lib = next((c for c in rows if c.get("library_cycles")), None)
+        also += f"; {lib['library_label']}'s own routine: {lib['library_cycles']:,.0f} cycles" if lib else ""
         lines += [
             f"Baselines: the task's reference.c at clang -O3: {rows[0]['baseline_cycles']:,.0f} cycles{also}.",
             "",
@@ -446,6 +464,8 @@ def _candidate_table(o: RunOutcome) -> list[str]:
             else "-"
         )
         speed = f"{_x(c.get('competent_speedup'))} / {_x(c['speedup'])}" if c.get("speedup") else "-"
+        if c.get("speedup") and c.get("speedup_over_library"):
+            speed += f" ({_x(c['speedup_over_library'])} over the library)"
         parent = "reference" if c["parent_step"] is None else str(c["parent_step"])
         step = f"[{c['step']}]({candidate_file(c['step'])})" if c.get("code") else str(c["step"])
         lines.append(
@@ -515,6 +535,10 @@ def _task_arg(name: str, path: str | None) -> str:
 
 def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _over_library(speedup: float | None, label: str | None) -> str:
+    return f", {_x(speedup)} over {label}" if speedup and label else ""
 
 
 def _x(speedup: float | None) -> str:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
 from functools import lru_cache
 from pathlib import Path
+from typing import Annotated, Any
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,6 +64,9 @@ class Settings(BaseSettings):
     eval_timeout_s: float = 60.0
     eval_parallelism: int = 2  # candidates evaluated at once (each is a compile + qemu run: one core each)
     eval_memory_mb: int = 1024
+    # Built libraries (OpenBLAS, ggml, MLAS) timed as a third baseline where a task maps to one: each a
+    # manifest eok-library.json or its folder; several separated by ':' (or a JSON list).
+    library: Annotated[list[Path], NoDecode] = []
     ssh_board_is_emulator: bool = False  # a stand-in "board" running qemu: build for the emulator's ISA subset
     # Scale-out: a Ray cluster (host:port, auto, ray://host:port) that runs evaluations; unset = this process.
     ray_address: str | None = None
@@ -76,6 +82,17 @@ class Settings(BaseSettings):
     cypher_timeout_s: float = 10.0
     cypher_row_cap: int = 1000
     cypher_byte_cap: int = 4 * 1024 * 1024  # an answer's JSON stops before this many bytes
+
+    @field_validator("library", mode="before")
+    @classmethod
+    def _library_paths(cls, value: Any) -> Any:
+        """EOK_LIBRARY=/a/openblas:/b/ggml as a shell user writes it; a JSON list is taken too."""
+        if not isinstance(value, str):
+            return value
+        text = value.strip()
+        if text.startswith("["):
+            return json.loads(text)
+        return [part for part in text.split(os.pathsep) if part.strip()]
 
     @field_validator("api_keys")
     @classmethod

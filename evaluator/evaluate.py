@@ -50,6 +50,7 @@ from evaluator.toolchain import (
     competent_cflags,
     compiler_version,
 )
+from evaluator.upstream.baseline import LibraryBaseline, configured_libraries, library_baseline
 from evaluator.verdict import looks_forged
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
 BASELINE_CACHE_VERSION = "2"
 MODEL_CALLS = 2  # timed calls in the modeled run, each on fresh inputs: the cycles are their mean
 WARMUP_CALLS = 2  # untimed-for-the-median calls before the timed ones on a board or this host
-TIMED_ID, BASE_ID = 1000, 2000  # call ids of timed calls and of the baseline's cached modeled calls
+TIMED_ID, BASE_ID, LIB_ID = 1000, 2000, 3000  # call ids: timed calls, the baselines' and the library's cached ones
 TIMED_BYTES = 64 << 20  # inputs of all timed calls together on a board or this host, at most
 DATA_DEPENDENT_SPREAD = 0.005  # baseline cycles differing more between two inputs: model it per evaluation
 EXIT_FAULT = 87  # the harness's exit code after a fault in a guard page or a read-only input
@@ -106,6 +107,16 @@ class EvalResult(BaseModel):
     competent_cycles: float | None = None
     competent_seconds: float | None = None
     competent_cflags: list[str] = []
+    # Over a built library's own routine (docs/EVALUATION.md, "The library as a baseline"), where the task
+    # maps to one and that library is configured for the target: "openblas@0123456789", its time, the
+    # speedup; or, instead of a time, why the library has none (its kernel fails the task's check, or
+    # did not link or run): a finding, never dropped.
+    library_label: str | None = None
+    library_routine: str | None = None
+    library_cycles: float | None = None
+    library_seconds: float | None = None
+    speedup_over_library: float | None = None
+    library_problem: str | None = None
     measurement: Literal["modeled", "measured", "native"] | None = None  # None when nothing was timed
     max_error: float | None = None
     norm_error: float | None = None
@@ -166,9 +177,13 @@ class _Session:
     base_model: dict[str, Any] | None = None
     expected: dict[int, verdict.Expected] = field(default_factory=dict)
     stats: verdict.Stats = field(default_factory=verdict.Stats)
+    library: LibraryBaseline | None = None  # the built library timed beside the baselines, if any
+    lib_key: str = ""
+    lib_cached: dict[str, Any] | None = None  # its modeled figures from an earlier evaluation
+    lib_calls: list[verdict.Call] = field(default_factory=list)  # its modeled run, when not cached
 
     def all_calls(self) -> list[verdict.Call]:
-        return [*self.check, *self.timed, *self.base_calls]
+        return [*self.check, *self.timed, *self.base_calls, *self.lib_calls]
 
 
 def _timed_count(task: KernelTask) -> int:
@@ -188,6 +203,7 @@ class Evaluator:
         self.toolchain = Toolchain(cache / "objects")
         self.baseline_dir = cache / "baselines"
         self.baseline_dir.mkdir(parents=True, exist_ok=True)
+        self.libraries = configured_libraries(self.settings.library)
 
     # ----------------------------------------------------------------------------------- public API
 
@@ -212,11 +228,12 @@ class Evaluator:
             runner=run.name,
             label=candidate.label,
         )
+        library = self._library(task, target, run, result) if timing else None
         workdir = Path(tempfile.mkdtemp(prefix="eok-eval-"))
         build: Build | None = None
         try:
-            build = self._prepare(task, target, candidate, run, workdir, result)
-            session = self._session(task, target, run, timing)
+            build = self._prepare(task, target, candidate, run, workdir, result, library)
+            session = self._session(task, target, run, timing, library)
             self._check(task, target, run, build, result, session)
             if timing:
                 self._time(task, target, run, build, result, session)
@@ -286,13 +303,19 @@ class Evaluator:
 
     # ------------------------------------------------------------------------------------- stages
 
-    def _session(self, task: KernelTask, target: TargetProfile, run: Runner, timing: bool) -> _Session:
-        """Every call this evaluation will make: check calls, timed calls, the baseline's if not cached."""
+    def _session(
+        self, task: KernelTask, target: TargetProfile, run: Runner, timing: bool, library: LibraryBaseline | None
+    ) -> _Session:
+        """Every call this evaluation will make: check calls, timed calls, the baselines' and the library's if
+        not cached."""
         secret = verdict.secret_seed()
-        session = _Session(check=verdict.check_calls(task, secret))
+        session = _Session(check=verdict.check_calls(task, secret), library=library)
         if not timing:
             return session
         bench = task.sizes[task.bench_index]
+        if library is not None:
+            session.lib_key = f"{self._baseline_key(task, target, run)}-lib-{library.key}"
+            session.lib_cached = self._cached_json(session.lib_key)
         if run.measurement != "modeled":
             n = WARMUP_CALLS + _timed_count(task)
             session.timed = verdict.fresh_calls(task, bench, secret, n, first_id=TIMED_ID)
@@ -304,7 +327,24 @@ class Evaluator:
         session.base_model = self._cached_json(session.base_key)
         if session.base_model is None:  # fixed inputs: the cached baseline is reproducible
             session.base_calls = verdict.fresh_calls(task, bench, self.seed, MODEL_CALLS, first_id=BASE_ID)
+        if library is not None and session.lib_cached is None:
+            session.lib_calls = verdict.fresh_calls(task, bench, self.seed, MODEL_CALLS, first_id=LIB_ID)
         return session
+
+    def _library(
+        self, task: KernelTask, target: TargetProfile, run: Runner, result: EvalResult
+    ) -> LibraryBaseline | None:
+        """The configured built library whose routine this task maps to on this target, if it links."""
+        if run.build_kind == "host" or not self.libraries:  # built for a RISC-V target, never for this host
+            return None
+        library = library_baseline(task, target.key, self.libraries)
+        if library is None:
+            return None
+        result.library_label, result.library_routine = library.label, library.routine.routine
+        if problem := self.toolchain.library_link_problem(task, target, run.build_kind, library):
+            result.library_problem = f"the trusted binary with {library.routine.routine} does not link: {problem}"
+            return None
+        return library
 
     def _runner(self, runner: str | Runner | None, target: TargetProfile) -> Runner:
         if runner is None:
@@ -329,6 +369,7 @@ class Evaluator:
         run: Runner,
         workdir: Path,
         result: EvalResult,
+        library: LibraryBaseline | None = None,
     ) -> Build:
         t = time.monotonic()
         flags, problem = check_cflags(cand.cflags)
@@ -350,7 +391,7 @@ class Evaluator:
             raise _Stop(_with(result, status=EvalStatus.REJECTED, feedback=f"rejected: {text}{more}"))
         t = time.monotonic()
         try:
-            build = self.toolchain.build(task, target, run.build_kind, cand.code, flags, workdir)
+            build = self.toolchain.build(task, target, run.build_kind, cand.code, flags, workdir, library)
         except CompileFailed as e:
             raise _Stop(_compile_error(result, e, cand.code)) from None
         result.stages_s["compile"] = time.monotonic() - t
@@ -562,7 +603,7 @@ class Evaluator:
             result.stages_s["timing"] = time.monotonic() - t
         if beyond := _beyond_ceiling(task, target, result.candidate_seconds):
             raise _Stop(_with(result, status=EvalStatus.INVALID_OUTPUT, speedup=None, competent_speedup=None,
-                              feedback=f"invalid output: {beyond}"))  # fmt: skip
+                              speedup_over_library=None, feedback=f"invalid output: {beyond}"))  # fmt: skip
         result.feedback = _ok_feedback(result)
 
     def _time_modeled(
@@ -626,6 +667,89 @@ class Evaluator:
             result.competent_cycles = comp
             result.competent_seconds = comp / clock if clock else None
             result.competent_speedup = comp / result.candidate_cycles
+        if session.library is not None and result.candidate_cycles > 0:
+            self._library_modeled(task, target, run, build, result, session, base.get("spread", 0.0))
+
+    def _library_modeled(
+        self,
+        task: KernelTask,
+        target: TargetProfile,
+        run: QemuRunner,
+        build: Build,
+        result: EvalResult,
+        session: _Session,
+        spread: float,
+    ) -> None:
+        """The library's routine timed like the baselines: checked on this evaluation's calls, modeled on
+        fixed inputs (cached per library build), on this evaluation's inputs where the baseline's cycles
+        depend on them. A library that fails the task's check or its run gets a problem, not a time."""
+        lib = session.lib_cached
+        if lib is None:
+            problem = self._library_check(task, target, run, build, session)
+            cycles = None
+            if problem is None:
+                cycles, problem = self._library_model(task, target, run, build, session, session.lib_calls)
+            lib = {"cycles": cycles, "problem": problem}
+            _atomic_write(self.baseline_dir / f"{session.lib_key}.json", json.dumps(lib))
+        if lib.get("problem") is None and spread > DATA_DEPENDENT_SPREAD:
+            cycles, problem = self._library_model(task, target, run, build, session, session.timed)
+            lib = {"cycles": cycles, "problem": problem}
+        if lib.get("problem"):
+            result.library_problem = str(lib["problem"])
+            return
+        clock = target.clock_ghz * 1e9
+        assert result.candidate_cycles is not None
+        result.library_cycles = float(lib["cycles"])
+        result.library_seconds = result.library_cycles / clock if clock else None
+        result.speedup_over_library = result.library_cycles / result.candidate_cycles
+
+    def _library_model(
+        self,
+        task: KernelTask,
+        target: TargetProfile,
+        run: QemuRunner,
+        build: Build,
+        session: _Session,
+        calls: list[verdict.Call],
+    ) -> tuple[float | None, str | None]:
+        """(cycles per call, None) of the library's routine on `calls`, its outputs checked; else (None, why)."""
+        try:
+            m = self._model(task, run, build, target, calls, "lib")
+        except EokError as e:
+            return None, f"its modeled run failed: {e.message}"[:600]
+        if problem := self._library_outputs(task, calls, m["stream"], session):
+            return None, problem
+        return float(m["cycles"]), None
+
+    def _library_check(
+        self, task: KernelTask, target: TargetProfile, run: Runner, build: Build, session: _Session
+    ) -> str | None:
+        """Why the library's routine fails the task's check on this evaluation's check calls (None: it passes)."""
+        calls = session.check
+        plan = build.workdir / "plan.lib"
+        verdict.write_plan(plan, task, calls, with_seed=False)
+        out = run.execute(build.trusted_build(), ["lib", plan.name], target, self._io_limits(task, calls, 1))
+        problem = self._library_outputs(task, calls, out.stdout_bytes, session)
+        if problem and problem.startswith("fails"):  # a wrong answer before anything else went wrong
+            return problem
+        if out.timed_out or out.flooded or out.returncode != 0:
+            where = _where(out.stderr, calls, calls)
+            return _run_failure(EvalResult(status=EvalStatus.OK), out, "the library's run", where).feedback
+        return problem
+
+    @staticmethod
+    def _library_outputs(task: KernelTask, calls: list[verdict.Call], stream: bytes, session: _Session) -> str | None:
+        """The first way the library's outputs of `calls` differ from the reference's (the task's own check)."""
+        got, problem = verdict.scan_results(task, calls, stream)
+        for call in calls:
+            if call.id not in got:
+                break
+            failure = verdict.compare(task, call, got[call.id], session.expected[call.id], verdict.Stats())
+            if failure is not None:
+                return "fails the task's check: " + _wrong_feedback(task, failure).removeprefix("wrong ")
+        if problem or len(got) != len(calls):
+            return f"its run gave {len(got)} of {len(calls)} results ({problem or 'ended early'})"
+        return None
 
     def _competent_correct(self, task: KernelTask, target: TargetProfile, run: Runner) -> bool:
         """The competent flags change rounding; a baseline is quoted only if it meets the task's tolerance."""
@@ -726,6 +850,39 @@ class Evaluator:
             comp_ns = min(comp_ns, base_ns or comp_ns)  # flags that slow the reference down go unused
             result.competent_seconds = comp_ns * 1e-9
             result.competent_speedup = comp_ns / cand_ns
+        if session.library is not None and cand_ns:
+            self._library_measured(task, target, run, build, calls, result, session, cand_ns)
+
+    def _library_measured(
+        self,
+        task: KernelTask,
+        target: TargetProfile,
+        run: Runner,
+        build: Build,
+        calls: list[verdict.Call],
+        result: EvalResult,
+        session: _Session,
+        cand_ns: float,
+    ) -> None:
+        """Median seconds of the library's routine on the candidate's timed calls, checked (the check's
+        verdict cached per library build, like the competent baseline's)."""
+        checked = session.lib_cached
+        if checked is None:
+            checked = {"problem": self._library_check(task, target, run, build, session)}
+            _atomic_write(self.baseline_dir / f"{session.lib_key}.json", json.dumps(checked))
+        problem = checked.get("problem")
+        if problem is None:
+            plan = build.workdir / "plan.libtimed"
+            verdict.write_plan(plan, task, calls, with_seed=False)
+            out = run.execute(build.trusted_build(), ["lib", plan.name], target, self._io_limits(task, calls, 1))
+            problem = self._library_outputs(task, calls, out.stdout_bytes, session)
+        if problem:
+            result.library_problem = str(problem)
+            return
+        lib = verdict.results_from(task, calls, out.stdout_bytes)
+        lib_ns = statistics.median(lib[c.id].ns for c in calls[WARMUP_CALLS:])
+        result.library_seconds = lib_ns * 1e-9
+        result.speedup_over_library = lib_ns / cand_ns
 
     def _measured_competent(
         self,
@@ -1050,15 +1207,27 @@ def _ok_feedback(result: EvalResult) -> str:
     faster = f"{result.speedup:.2f}x the plain baseline's speed"
     if result.competent_speedup is not None:
         faster += f", {result.competent_speedup:.2f}x the competent baseline's"
+    if result.speedup_over_library is not None:
+        faster += f", {result.speedup_over_library:.2f}x {result.library_label}'s {result.library_routine}"
     if result.measurement == "modeled":
         approx = ", approximate model" if result.approximate else ""
         comp = f", competent {result.competent_cycles:.0f}" if result.competent_cycles else ""
+        lib = f", {result.library_label} {result.library_cycles:.0f}" if result.library_cycles else ""
         return (
             f"{sizes}; {faster} (modeled cycles {result.candidate_cycles:.0f} vs baseline "
-            f"{result.baseline_cycles:.0f}{comp}{approx}){roofline_note(result)}{error_bar_note(result)}"
+            f"{result.baseline_cycles:.0f}{comp}{lib}{approx}){roofline_note(result)}{error_bar_note(result)}"
+            f"{library_note(result)}"
         )
     comp = f", competent {result.competent_seconds * 1e6:.2f}" if result.competent_seconds else ""
+    lib = f", {result.library_label} {result.library_seconds * 1e6:.2f}" if result.library_seconds else ""
     return (
         f"{sizes}; {faster} ({result.measurement} {result.candidate_seconds * 1e6:.2f} us vs baseline "
-        f"{result.baseline_seconds * 1e6:.2f}{comp} us per call)"
+        f"{result.baseline_seconds * 1e6:.2f}{comp}{lib} us per call){library_note(result)}"
     )
+
+
+def library_note(r: EvalResult) -> str:
+    """'; no time for openblas@0123456789's snrm2: fails the task's check: ...' (empty when it has one)."""
+    if not r.library_problem:
+        return ""
+    return f"; no time for {r.library_label}'s {r.library_routine}: {r.library_problem}"

@@ -103,6 +103,9 @@ class ArgSpec(BaseModel):
     range: tuple[float, float] | None = None
     scale: float | None = None
     value: float | None = None  # a fixed scalar value (eps, alpha): no generator
+    # Scalars: listed size i (not the bench size) takes values[i % len] (alpha = 0, beta = 0 at some sizes:
+    # BLAS's quick returns); the bench size and drawn sizes use the generator or `value`.
+    values: list[float] | None = Field(default=None, min_length=1)
     valid: str | None = None  # outputs: how many elements to compare, C expression using `ret`
     compare: Literal["default", "fp16"] = "default"  # fp16: uint16_t outputs compared as half floats
     # Numerics the operator must honour (docs/TASKS.md, "Special values"), float inputs only:
@@ -123,6 +126,24 @@ class ArgSpec(BaseModel):
         return v
 
 
+LIBRARY_NAMES = ("openblas", "ggml", "onnxruntime-mlas")  # evaluator.upstream.built.LIBRARIES
+
+
+class LibraryRoutine(BaseModel):
+    """The routine of a shipped library this task corresponds to (docs/TASKS.md, "The library as a baseline").
+
+    Trusted text, like reference.c: `header` declares the library's routine (its real prototype: the
+    compile sees no library headers), `adapter` is the body of a function with the task's signature that
+    calls it, e.g. `return cblas_sdot(n, x, 1, y, 1);`. Linked only into the trusted binary.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    name: Literal["openblas", "ggml", "onnxruntime-mlas"]
+    routine: str = Field(pattern=r"^[A-Za-z_]\w*$")  # the library's own name, e.g. cblas_sdot
+    header: str = Field(min_length=1)
+    adapter: str = Field(min_length=1)
+
+
 class TaskSpec(BaseModel):
     """task.toml as written; cross-field rules live in `_check`."""
 
@@ -140,6 +161,12 @@ class TaskSpec(BaseModel):
     args: dict[str, ArgSpec] = {}
     # Why a speedup over this task's baselines flatters (docs/TASKS.md, "Two baselines"), shown beside it.
     baseline_note: str | None = Field(None, min_length=1, max_length=300)
+    library: list[LibraryRoutine] = []  # [[library]] tables: one per library that has this routine
+    # Sizes the evaluator draws itself (the check's unlisted size, the held-out gate) vary the dimensions;
+    # `modes` (increments, transposes) take their values together from one listed size, and `derived`
+    # (leading dimensions) are computed from the others, so a drawn size is always a valid call.
+    modes: list[str] = []
+    derived: dict[str, str] = {}
 
 
 class Param(BaseModel):
@@ -186,6 +213,9 @@ class KernelTask(BaseModel):
     reference_code: str
     notes: str = ""
     baseline_note: str | None = None
+    library: list[LibraryRoutine] = []
+    modes: list[str] = []
+    derived: dict[str, str] = {}
 
     @property
     def size_params(self) -> list[str]:
@@ -376,6 +406,10 @@ def _check(spec: TaskSpec, spec_path: Path, directory: Path, reference: str, not
     bench_bytes = sum(counts[bench][p.name] * p.type.size for p in params if p.role == "buffer")
     if bench_bytes > MAX_BENCH_BYTES:
         raise _FieldError("sizes", f"bench size needs {bench_bytes >> 20} MB of buffers", "use a smaller bench size")
+    _check_drawn(spec, sizes[0])
+    names = [lib.name for lib in spec.library]
+    if len(set(names)) != len(names):
+        raise _FieldError("library", "one [[library]] table per library name")
     if not re.search(rf"\b{re.escape(fname)}\s*\(", reference):
         raise _FieldError("signature", f"{REFERENCE_FILE} does not define {fname}()")
     return KernelTask(
@@ -399,7 +433,24 @@ def _check(spec: TaskSpec, spec_path: Path, directory: Path, reference: str, not
         reference_code=reference,
         notes=read_text_file(notes) if notes.is_file() else "",
         baseline_note=spec.baseline_note,
+        library=spec.library,
+        modes=spec.modes,
+        derived=spec.derived,
     )
+
+
+def _check_drawn(spec: TaskSpec, size: dict[str, int]) -> None:
+    """`modes` and `derived` name size parameters; a derived expression reads the others."""
+    for i, name in enumerate(spec.modes):
+        if name not in size:
+            raise _FieldError(f"modes.{i}", f"{name!r} is not bound in sizes")
+    for name, expr in spec.derived.items():
+        if name not in size or name in spec.modes:
+            raise _FieldError(f"derived.{name}", f"{name!r} is not a size parameter (or is also a mode)")
+        try:
+            _eval_expr(expr, {k: v for k, v in size.items() if k != name and k not in spec.derived})
+        except ValueError as e:
+            raise _FieldError(f"derived.{name}", f"{expr!r}: {e}") from None
 
 
 def _check_sizes(spec: TaskSpec) -> tuple[list[dict[str, int]], int]:
@@ -413,8 +464,8 @@ def _check_sizes(spec: TaskSpec) -> tuple[list[dict[str, int]], int]:
                     raise _FieldError(f"sizes.{i}.bench", "must be true or false")
                 if v:
                     bench.append(i)
-            elif isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise _FieldError(f"sizes.{i}.{key}", f"must be a non-negative integer, got {v!r}")
+            elif isinstance(v, bool) or not isinstance(v, int):
+                raise _FieldError(f"sizes.{i}.{key}", f"must be an integer, got {v!r}")
             else:
                 values[key] = v
         if sizes and set(values) != set(sizes[0]):
@@ -437,6 +488,8 @@ def _bind_param(p: Param, spec: TaskSpec, size_names: set[str]) -> Param:
             raise _FieldError(f"{where}.kind", f"{p.name!r} is const, so its kind must be 'in'")
         if arg.kind == "out" and arg.gen not in (None, "zeros"):
             raise _FieldError(f"{where}.gen", "outputs are poisoned by the harness; use kind = inout to fill them")
+        if arg.values is not None:
+            raise _FieldError(f"{where}.values", "only scalars take values (inputs take scales and specials)")
         _check_gen(p, arg, where)
         return p.model_copy(update={"role": "buffer"})
     if p.name in size_names:
@@ -449,6 +502,8 @@ def _bind_param(p: Param, spec: TaskSpec, size_names: set[str]) -> Param:
         raise _FieldError(where, f"parameter {p.name!r} is neither bound in sizes nor declared as an arg")
     if arg.kind != "scalar":
         raise _FieldError(f"{where}.kind", f"{p.name!r} is passed by value, so its kind must be 'scalar'")
+    if arg.values is not None and p.type.kind != "float":
+        raise _FieldError(f"{where}.values", "only float scalars take values")
     if arg.value is None and arg.gen not in (None, "uniform", "int", "positive", "normal"):
         raise _FieldError(f"{where}.gen", "scalars take uniform | int | positive | normal, or a fixed value")
     return p.model_copy(update={"role": "scalar"})

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
@@ -32,6 +32,9 @@ from evaluator import harness
 from evaluator.sandbox import Limits, RunOutput, clean_env, run, take
 from evaluator.targets import TargetProfile
 from evaluator.tasks import KernelTask
+
+if TYPE_CHECKING:
+    from evaluator.upstream.baseline import LibraryBaseline
 
 CLANG = os.environ.get("EOK_CLANG", "clang-22")
 RISCV_TRIPLE = "riscv64-linux-gnu"
@@ -320,15 +323,17 @@ class Toolchain:
         code: str,
         cflags: list[str],
         workdir: Path,
+        library: LibraryBaseline | None = None,
     ) -> Build:
-        """Compile the candidate `code` and link it with the harness alone; set up the trusted binary beside it."""
+        """Compile the candidate `code` and link it with the harness alone; set up the trusted binary beside it
+        (with the built library's routine in it when `library` is given)."""
         t0 = time.monotonic()
         tflags = target_flags(target, kind)
         hflags = [*tflags, "-O2", "-ffp-contract=off"]
         # Its own folder: runs of the candidate's binary see it covered by an empty tmpfs (Build.hidden).
         (workdir / TRUSTED_DIR).mkdir(mode=0o755)
         trusted = workdir / TRUSTED_DIR / TRUSTED_BINARY
-        shutil.copyfile(self._trusted_binary(task, target, kind), trusted)
+        shutil.copyfile(self._trusted_binary(task, target, kind, library), trusted)
         trusted.chmod(0o755)
         harness_obj = self._cached(task, "harness", harness.generate(task), hflags)
         (workdir / CANDIDATE_FILE).write_text(code)
@@ -339,12 +344,16 @@ class Toolchain:
         self._link(workdir, [*tflags, str(harness_obj), "candidate.o", *link_flags(kind), "-o", binary.name])
         return Build(binary=binary, workdir=workdir, kind=kind, compile_s=time.monotonic() - t0, trusted=trusted)
 
-    def _trusted_binary(self, task: KernelTask, target: TargetProfile, kind: BuildKind) -> Path:
-        """Harness + reference + both baselines, never candidate code: linked once per task, target, compiler."""
+    def _trusted_binary(
+        self, task: KernelTask, target: TargetProfile, kind: BuildKind, library: LibraryBaseline | None = None
+    ) -> Path:
+        """Harness + reference + both baselines (+ a built library's routine), never candidate code: linked once
+        per task, target, compiler and library build."""
         tflags = target_flags(target, kind)
         hflags = [*tflags, "-O2", "-ffp-contract=off"]
+        lib_flags = ["-DEOK_LIBRARY"] if library else []
         objs = [
-            self._cached(task, "trusted", harness.generate(task), [*hflags, "-DEOK_TRUSTED"]),
+            self._cached(task, "trusted", harness.generate(task), [*hflags, "-DEOK_TRUSTED", *lib_flags]),
             self._cached(
                 task,
                 "reference",
@@ -369,7 +378,11 @@ class Toolchain:
                 ],
             ),
         ]
-        args = [*tflags, *map(str, objs), *link_flags(kind)]
+        extra: list[str] = []
+        if library is not None:
+            objs.append(self._cached(task, "adapter", library.adapter_source, [*tflags, "-O2"]))
+            extra = [*map(str, self._library_archives(library)), *library.library.built.link_flags]
+        args = [*tflags, *map(str, objs), *extra, *link_flags(kind)]
         key = hashlib.sha256("\0".join([compiler_version(), *args]).encode()).hexdigest()[:24]
         path = self.cache_dir / f"{task.name}-{TRUSTED_BINARY}-{key}"
         if path.exists():
@@ -380,6 +393,30 @@ class Toolchain:
             shutil.copyfile(Path(tmp) / TRUSTED_BINARY, tmp_bin)
             os.replace(tmp_bin, path)
         return path
+
+    def library_link_problem(
+        self, task: KernelTask, target: TargetProfile, kind: BuildKind, library: LibraryBaseline
+    ) -> str | None:
+        """Why the trusted binary with the library's routine does not link (None: it links, and is cached)."""
+        try:
+            self._trusted_binary(task, target, kind, library)
+        except CompileFailed as e:
+            return "; ".join(d.message for d in e.diagnostics[:3])[:400]
+        return None
+
+    def _library_archives(self, library: LibraryBaseline) -> list[Path]:
+        """The library's archives, copied into the object cache: the link's sandbox sees only that folder
+        (and the toolchain), never the library's build tree. Named by the build's fingerprint."""
+        copies = []
+        for i, archive in enumerate(library.library.built.archives):
+            src = Path(archive)
+            copy = self.cache_dir / f"lib-{library.library.fingerprint}-{i}-{src.name}"
+            if not copy.exists():
+                tmp = copy.with_suffix(f".{os.getpid()}.{secrets.token_hex(4)}.tmp")
+                shutil.copyfile(src, tmp)
+                os.replace(tmp, copy)
+            copies.append(copy)
+        return copies
 
     def preprocess(
         self,
@@ -419,11 +456,16 @@ class Toolchain:
             except CompileFailed as e:  # the task's code, never the candidate's: a task error
                 first = e.diagnostics[0] if e.diagnostics else None
                 where = f":{first.line}:{first.col}" if first and first.line else ""
-                origin = "reference.c" if role != "harness" else "the generated harness"
+                origin = {
+                    "harness": "the generated harness",
+                    "adapter": f"{task.directory / 'task.toml'} [[library]] adapter",
+                }.get(role, str(task.directory / "reference.c"))
                 raise InvalidInput(
-                    f"task {task.name}: {task.directory / origin if role != 'harness' else origin}{where} does "
-                    f"not compile ({role} build): {first.message if first else 'compiler failed'}",
-                    "fix the task's reference.c (the candidate was not judged)",
+                    f"task {task.name}: {origin}{where} does not compile ({role} build): "
+                    f"{first.message if first else 'compiler failed'}",
+                    "fix the task's "
+                    + ("[[library]] header or adapter" if role == "adapter" else "reference.c")
+                    + " (the candidate was not judged)",
                 ) from None
             # Atomic publish: concurrent evaluations may build the same object.
             tmp_obj = obj.with_suffix(f".{os.getpid()}.{secrets.token_hex(4)}.tmp")

@@ -479,7 +479,7 @@ def heldout_sizes(task: KernelTask, vlen: int, max_bytes: int, seed: int) -> lis
     candidates = [residue_size(task, grain, r, rng) for r in range(8)]
     candidates += [{n: f(bench[n], grain[n]) if bench[n] else 0 for n in task.size_params} for f in (odd, below, above)]
     candidates.append({n: 2 * bench[n] for n in task.size_params})
-    for size in candidates:
+    for size in [complete_size(task, z, rng) for z in candidates]:
         if size in listed or size in held or not _fits(task, size, max_bytes):
             continue
         held.append(size)
@@ -492,7 +492,7 @@ def secret_size(task: KernelTask, seed: int) -> dict[str, int] | None:
     bench = task.sizes[task.bench_index]
     budget = sum(task.counts[task.bench_index][p.name] * p.type.size for p in task.buffers)
     for _ in range(8):
-        size = residue_size(task, task_grain(task), rng.randrange(8), rng)
+        size = complete_size(task, residue_size(task, task_grain(task), rng.randrange(8), rng), rng)
         if size != bench and size not in task.sizes and _fits(task, size, max(budget, 1 << 16)):
             return size
     return None
@@ -501,6 +501,20 @@ def secret_size(task: KernelTask, seed: int) -> dict[str, int] | None:
 def residue_size(task: KernelTask, grain: dict[str, int], r: int, rng: random.Random) -> dict[str, int]:
     """A small size whose every parameter is (8q + r) times its granularity, q random in 1..6."""
     return {n: grain[n] * (8 * rng.randint(1, 6) + r) if grain[n] else 0 for n in task.size_params}
+
+
+def complete_size(task: KernelTask, size: dict[str, int], rng: random.Random) -> dict[str, int]:
+    """A drawn size made a valid call (docs/TASKS.md, "Library-grade contracts"): its modes (increments,
+    transposes) from one listed size, its derived parameters (leading dimensions) from the others."""
+    if not task.modes and not task.derived:
+        return size
+    size = dict(size)
+    if task.modes:
+        listed = rng.choice(task.sizes)
+        size.update({m: listed[m] for m in task.modes})
+    for name, expr in task.derived.items():
+        size[name] = int(_eval_expr(expr, size))
+    return size
 
 
 def task_grain(task: KernelTask) -> dict[str, int]:

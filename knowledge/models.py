@@ -194,6 +194,11 @@ class Experience(Node):
     speedup: float | None = Field(None, ge=0)  # over the plain baseline (the reference at clang -O3)
     # Over the competent baseline (the reference with the FP flags its tolerance allows; docs/TASKS.md).
     competent_speedup: float | None = Field(None, ge=0)
+    # Over a built library's own routine, where one was configured (docs/EVALUATION.md, "The library as a
+    # baseline"): the speedup, the library's cycles and which build ("openblas@0123456789").
+    speedup_over_library: float | None = Field(None, ge=0)
+    library_cycles: float | None = None
+    library_label: str | None = None
     baseline_cycles: float | None = None
     competent_cycles: float | None = None
     candidate_cycles: float | None = None
@@ -234,6 +239,8 @@ class Run(Node):
     best_experience_id: str | None = None
     best_speedup: float | None = None
     best_competent_speedup: float | None = None
+    best_speedup_over_library: float | None = None  # of the best kernel, where a library was configured
+    library_label: str | None = None  # that library build, "openblas@0123456789"
     baseline_note: str | None = None  # why a speedup over this task's baselines flatters (libm calls, ...)
     evaluations: int = 0
     llm_calls: int = 0

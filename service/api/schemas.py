@@ -116,6 +116,10 @@ class ExperienceSummary(BaseModel):
     competent_speedup: float | None = Field(
         None, description="over the competent baseline: the reference with the FP flags its tolerance allows"
     )
+    speedup_over_library: float | None = Field(
+        None, description="over a built library's own routine, where one was configured (docs/EVALUATION.md)"
+    )
+    library_label: str | None = Field(None, description="that library build: library@commit")
     measurement: str = ""
     generator: str = ""
     summary: str = ""
@@ -129,6 +133,7 @@ class ExperienceDetail(ExperienceSummary):
     thought_ids: list[str] = []
     baseline_cycles: float | None = None
     competent_cycles: float | None = None
+    library_cycles: float | None = None
     candidate_cycles: float | None = None
     seconds: float | None = None
     max_error: float | None = None
@@ -236,6 +241,8 @@ class RunBest(BaseModel):
     experience_id: str
     speedup: float | None
     competent_speedup: float | None = None
+    speedup_over_library: float | None = None
+    library_label: str | None = None
     status: str
     summary: str = ""
 
@@ -252,6 +259,10 @@ class RunDetail(BaseModel):
     best_experience_id: str | None = None
     best_speedup: float | None = Field(None, description="over the plain baseline (clang -O3)")
     best_competent_speedup: float | None = Field(None, description="over the competent baseline")
+    best_speedup_over_library: float | None = Field(
+        None, description="over a built library's own routine, where one was configured (docs/EVALUATION.md)"
+    )
+    library_label: str | None = Field(None, description="that library build: library@commit")
     baseline_note: str | None = Field(None, description="why a speedup over this task's baselines flatters")
     evaluations: int = 0
     llm_calls: int = 0

@@ -15,7 +15,7 @@ from service.api.cypher import to_json
 
 _EXPERIENCE_FIELDS = (
     ".id, .task_id, .target_key, .run_id, .parent_id, .direction, .step, .status, .speedup, .competent_speedup, "
-    ".measurement, "
+    ".speedup_over_library, .library_label, .measurement, "
     ".generator, .summary, .created_at"
 )
 
@@ -181,7 +181,7 @@ def experience_detail(store: GraphStore, exp_id: str) -> dict[str, Any]:
         store,
         "MATCH (x:Experience {id: $id}) OPTIONAL MATCH (x)-[:APPLIED]->(t:Thought) "
         f"RETURN x {{{_EXPERIENCE_FIELDS}, .code, .cflags, .feedback, .thought_ids, .baseline_cycles, "
-        ".competent_cycles, .candidate_cycles, .seconds, .max_error} AS x, "
+        ".competent_cycles, .library_cycles, .candidate_cycles, .seconds, .max_error} AS x, "
         "collect(t {.id, .title, .technique}) AS thoughts",
         id=exp_id,
     )
@@ -235,6 +235,8 @@ RUN_SUMMARY_FIELDS = {
     "budget",
     "best_competent_speedup",
     "best_speedup",
+    "best_speedup_over_library",
+    "library_label",
     "baseline_note",
     "started_at",
 }

@@ -30,6 +30,18 @@ console = Console()
 err_console = Console(stderr=True, soft_wrap=True)  # an error stays one line when piped
 
 JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables.")
+LibraryOpt = typer.Option(
+    None,
+    "--library",
+    exists=True,
+    help="A built library (its eok-library.json or cache folder) timed as a baseline where the task maps to it; "
+    "repeatable. Default: EOK_LIBRARY.",
+)
+
+
+def with_libraries(settings: Any, libraries: list[Path] | None) -> Any:
+    """The settings with --library in place of EOK_LIBRARY when given (read and checked by the Evaluator)."""
+    return settings.model_copy(update={"library": list(libraries)}) if libraries else settings
 
 
 class RunnerName(StrEnum):

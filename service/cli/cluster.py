@@ -98,6 +98,7 @@ def bootstrap(
                 {
                     "bootstrap": outcome.bootstrap.model_dump(mode="json"),
                     "rows": [r.model_dump() for r in outcome.rows],
+                    "yardsticks": outcome.yardsticks.model_dump(),
                     "seconds": outcome.seconds,
                     "artifacts": outcome.artifacts,
                 }
@@ -174,6 +175,8 @@ def _print_summary(out) -> None:
     speedups = sorted(r.best_speedup for r in out.rows if r.best_speedup)
     if speedups:
         console.print(f"median best speedup {speedups[len(speedups) // 2]:.2f}x over {len(speedups)} runs")
+    for line in out.yardsticks.lines():  # over competent; over the library where one was configured
+        console.print(line, highlight=False, markup=False)
     for name, path in out.artifacts.items():
         console.print(f"{name}: {path}", highlight=False)
     if not out.complete:

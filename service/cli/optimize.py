@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -14,7 +15,17 @@ from agent.types import ProgressEvent, RunOutcome, RunRequest
 from core.errors import InvalidInput
 from core.settings import get_settings
 from knowledge.models import RunStatus, utcnow
-from service.cli.app import GeneratorName, JsonOpt, RunnerName, app, console, on_interrupt, print_json
+from service.cli.app import (
+    GeneratorName,
+    JsonOpt,
+    LibraryOpt,
+    RunnerName,
+    app,
+    console,
+    on_interrupt,
+    print_json,
+    with_libraries,
+)
 
 
 class _Progress:
@@ -75,11 +86,13 @@ def optimize(
         bool, typer.Option("--show-prompt", help="print the first LLM prompt for this task and exit (runs nothing)")
     ] = False,
     cluster: Annotated[str | None, typer.Option(help="Ray cluster HOST:PORT or auto (default EOK_RAY_ADDRESS)")] = None,
+    library: list[Path] = LibraryOpt,
     json_out: bool = JsonOpt,
 ) -> None:
     """Optimize a kernel task for a target; every evaluated candidate is recorded in the graph."""
     from agent.optimizer import Optimizer
     from evaluator.executor import build_executor
+    from evaluator.upstream.baseline import configured_libraries
     from service.bootstrap import Container
 
     if not task and not resume:
@@ -97,7 +110,8 @@ def optimize(
         return
     if not resume:
         _check_up_front(task or "", target, runner.value if runner else None)
-    settings = get_settings()
+    settings = with_libraries(get_settings(), library)
+    configured_libraries(settings.library)  # a bad manifest is one line before the graph is touched
     container = Container(settings)
     opt = Optimizer(container, executor=build_executor(settings, cluster))
     if resume:
@@ -201,6 +215,8 @@ def _print_outcome(o: RunOutcome) -> None:
         str(r.status),
     )
     console.print(t)
+    if r.best_speedup_over_library and r.library_label:  # only where a built library was configured
+        console.print(f"over the library: {_x(r.best_speedup_over_library)} over {r.library_label}", highlight=False)
     if not (o.best and improved(over_baseline(o.best))):
         gain = over_baseline(o.best) if o.best else None
         best = f" (best correct candidate {gain:.2f}x)" if gain else ""
@@ -208,7 +224,13 @@ def _print_outcome(o: RunOutcome) -> None:
     else:
         console.print(
             f"[bold green]best kernel: {_x(o.best.competent_speedup)} over the competent baseline[/], "
-            f"{_x(o.best.speedup)} over -O3 ({o.best.measurement})",
+            f"{_x(o.best.speedup)} over -O3"
+            + (
+                f", {_x(o.best.speedup_over_library)} over {o.best.library_label}"
+                if o.best.speedup_over_library
+                else ""
+            )
+            + f" ({o.best.measurement})",
             highlight=False,
         )
         console.print(o.artifacts.get("code", "-"), highlight=False, soft_wrap=True)

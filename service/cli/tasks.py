@@ -11,7 +11,7 @@ from rich.table import Table
 
 from core.errors import InvalidInput
 from core.settings import get_settings
-from service.cli.app import JsonOpt, RunnerName, app, console, err_console, print_json
+from service.cli.app import JsonOpt, LibraryOpt, RunnerName, app, console, err_console, print_json, with_libraries
 
 tasks_app = typer.Typer(help="List and inspect kernel tasks (bundled suite + EOK_TASK_DIRS).", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
@@ -71,6 +71,7 @@ def show(
                 "sizes": task.sizes,
                 "bench_index": task.bench_index,
                 "args": {k: v.model_dump(exclude_none=True) for k, v in task.args.items()},
+                "library": [lib.model_dump() for lib in task.library],
                 "reference_code": task.reference_code,
             }
         )
@@ -83,6 +84,8 @@ def show(
     for i, size in enumerate(task.sizes):
         mark = "  <- bench" if i == task.bench_index else ""
         console.print("  size " + ", ".join(f"{k}={v}" for k, v in size.items()) + mark, highlight=False)
+    for lib in task.library:  # the library routines it is timed against where one is configured (--library)
+        console.print(f"library: {lib.name} {lib.routine}", highlight=False, markup=False)
     console.print(f"directory: {task.directory}", highlight=False, markup=False)
     console.rule("reference.c")
     console.print(task.reference_code, highlight=False, markup=False)
@@ -128,6 +131,7 @@ def eval_cmd(
     ),
     cflags: str = typer.Option("", "--cflags", help='Extra compiler flags, e.g. "-O2 -funroll-loops".'),
     runner: RunnerName = typer.Option(None, "--runner", "-r", help="Default: EOK_DEFAULT_RUNNER (qemu)."),
+    library: list[Path] = LibraryOpt,
     json_out: bool = JsonOpt,
 ) -> None:
     """Evaluate a candidate (or the reference itself) on a target: correctness, then timing."""
@@ -136,7 +140,7 @@ def eval_cmd(
     from evaluator.tasks import load_task
     from evaluator.toolchain import split_cflags
 
-    settings = get_settings()
+    settings = with_libraries(get_settings(), library)
     spec = load_task(task, settings)
     profile = load_target(target or settings.default_target)
     if candidate is not None:
@@ -200,6 +204,7 @@ def _print_result(r: Any) -> None:
     if r.measurement == "modeled":
         approx = " (approximate: proxy model)" if r.approximate else ""
         comp = f", competent {r.competent_cycles:.0f}" if r.competent_cycles else ""
+        comp += f", {r.library_label} {r.library_cycles:.0f}" if r.library_cycles else ""
         console.print(
             f"modeled cycles: baseline {r.baseline_cycles:.0f}{comp}, candidate {r.candidate_cycles:.0f}{approx}",
             highlight=False,
@@ -213,6 +218,7 @@ def _print_result(r: Any) -> None:
             )
     elif r.measurement in ("measured", "native"):
         comp = f", competent {r.competent_seconds:.3e}" if r.competent_seconds else ""
+        comp += f", {r.library_label} {r.library_seconds:.3e}" if r.library_seconds else ""
         console.print(
             f"{r.measurement} seconds per call: baseline {r.baseline_seconds:.3e}{comp}, "
             f"candidate {r.candidate_seconds:.3e}",
@@ -224,8 +230,15 @@ def _print_result(r: Any) -> None:
             f"speedup {comp} over the competent baseline, {r.speedup:.2f}x over plain -O3 ({r.measurement})",
             highlight=False,
         )
+        if r.speedup_over_library is not None:
+            over = f"{r.speedup_over_library:.2f}x over {r.library_label} ({r.library_routine})"
+            console.print(over, highlight=False, markup=False)
         if r.measurement == "modeled":
             console.print(_error_bar(r), highlight=False, markup=False)
+    if r.library_problem:  # a finding about the library, beside the candidate's own verdict
+        console.print(
+            f"no time for {r.library_label}'s {r.library_routine}: {r.library_problem}", highlight=False, markup=False
+        )
     if r.competent_cflags:
         console.print(f"competent baseline: -O3 {' '.join(r.competent_cflags)}", style="dim", highlight=False)
     console.print(f"{r.duration_s:.2f} s", style="dim", highlight=False)

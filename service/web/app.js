@@ -30,8 +30,11 @@ const speed = (x) => (x === null || x === undefined ? "–" : `${Number(x).toFix
 // Both speedups of an experience or run: over the competent baseline, then over plain clang -O3.
 const speeds = (competent, plain) => (plain === null || plain === undefined ? "–" : `${speed(competent)} / ${speed(plain)}`);
 // In words, as every surface says it (agent.report.yardstick): "1.12× over competent, 6.95× over -O3".
-const yardstick = (competent, plain) => (plain === null || plain === undefined ? "–"
-  : competent ? `${speed(competent)} over competent, ${speed(plain)} over -O3` : `${speed(plain)} over -O3`);
+const yardstick = (competent, plain, library, label) => (plain === null || plain === undefined ? "–"
+  : (competent ? `${speed(competent)} over competent, ${speed(plain)} over -O3` : `${speed(plain)} over -O3`)
+    + overLibrary(library, label, ", "));
+// Over a built library's own routine, only where one was configured: " · 1.05× over openblas@0123456789".
+const overLibrary = (library, label, sep = " · ") => (library && label ? `${sep}${speed(library)} over ${label}` : "");
 const when = (iso) => (iso ? iso.replace("T", " ").slice(0, 16) : "");
 const statusClass = (s) => (s === "ok" || s === "done" ? "st-ok" : s ? "st-bad" : "");
 
@@ -172,7 +175,8 @@ async function loadOverview() {
     class: "clickable", onclick: () => { switchTab($("tab-runs")); watchRun(r.id); } },
   el("td", {}, el("code", {}, r.id)), el("td", {}, r.task_id), el("td", {}, r.target_key),
   el("td", { class: statusClass(r.status) }, r.status), el("td", { class: "num" }, `${r.evaluations}/${r.budget}`),
-  el("td", { class: "num", title: r.baseline_note || "" }, speeds(r.best_competent_speedup, r.best_speedup) + (r.baseline_note ? " *" : "")),
+  el("td", { class: "num", title: r.baseline_note || "" }, speeds(r.best_competent_speedup, r.best_speedup)
+    + overLibrary(r.best_speedup_over_library, r.library_label) + (r.baseline_note ? " *" : "")),
   el("td", { class: "muted" }, when(r.started_at)))));
   $("overview-techniques").replaceChildren(...o.top_techniques.map((t) => el("tr", {},
     el("td", {}, t.target), el("td", {}, t.technique),
@@ -353,7 +357,8 @@ async function listExperiences(event, more = false) {
   if (!page) return;
   const rows = page.items.map((x) => el("tr", { class: "clickable", onclick: () => openExperience(x.id) },
     el("td", {}, el("code", {}, x.id)), el("td", {}, x.task_id), el("td", {}, x.target_key),
-    el("td", { class: statusClass(x.status) }, x.status), el("td", { class: "num" }, speeds(x.competent_speedup, x.speedup)),
+    el("td", { class: statusClass(x.status) }, x.status),
+    el("td", { class: "num" }, speeds(x.competent_speedup, x.speedup) + overLibrary(x.speedup_over_library, x.library_label)),
     el("td", {}, x.summary), el("td", { class: "muted" }, when(x.created_at))));
   if (more) $("exp-rows").append(...rows);
   else $("exp-rows").replaceChildren(...rows);
@@ -370,7 +375,8 @@ async function loadRuns() {
   $("runs-rows").replaceChildren(...list.items.map((r) => el("tr", { class: "clickable", onclick: () => watchRun(r.id) },
     el("td", {}, el("code", {}, r.id)), el("td", {}, r.task_id), el("td", {}, r.target_key),
     el("td", { class: statusClass(r.status) }, r.status), el("td", { class: "num" }, `${r.evaluations}/${r.budget}`),
-    el("td", { class: "num" }, speeds(r.best_competent_speedup, r.best_speedup)))));
+    el("td", { class: "num" }, speeds(r.best_competent_speedup, r.best_speedup)
+      + overLibrary(r.best_speedup_over_library, r.library_label)))));
 }
 
 async function startRun(event) {
@@ -474,7 +480,7 @@ async function showOutcome(id) {
   if (!r || !state.run || state.run.id !== id) return;
   $("run-outcome").classList.remove("hidden");
   $("run-outcome-best").replaceChildren(...(r.best
-    ? [el("code", {}, r.best.experience_id), ` · ${yardstick(r.best.competent_speedup, r.best.speedup)} · ${r.best.summary || ""}`,
+    ? [el("code", {}, r.best.experience_id), ` · ${yardstick(r.best.competent_speedup, r.best.speedup, r.best.speedup_over_library, r.best.library_label)} · ${r.best.summary || ""}`,
        ...(r.baseline_note ? [el("br"), el("strong", {}, `Note: ${r.baseline_note}.`)] : [])]
     : ["no correct candidate was found"]));
   const lastCode = r.best ? await api(`/experiences/${encodeURIComponent(r.best.experience_id)}`).catch(() => null) : null;

@@ -95,6 +95,8 @@ EXTRA_CASES = [
     (["eval", "relu", "--cflags", "'-O2"], "--cflags"),
     (["cypher", "recent_runs", "--param", "novalue"], "--param"),
     (["mine", "/nonexistent/repo"], "/nonexistent/repo"),
+    (["eval", "relu", "--library", "/"], "/eok-library.json: no built library here"),
+    (["optimize", "relu", "--library", "/"], "/eok-library.json: no built library here"),
 ]
 
 
@@ -143,7 +145,13 @@ def test_values_only_the_command_can_judge(capsys: pytest.CaptureFixture[str]) -
 
 @pytest.mark.parametrize(
     ("variable", "value"),
-    [("EOK_API_KEYS", "notjson"), ("EOK_TASK_DIRS", "["), ("EOK_MINE_REPOS", "{"), ("EOK_API_PORT", "http")],
+    [
+        ("EOK_API_KEYS", "notjson"),
+        ("EOK_TASK_DIRS", "["),
+        ("EOK_MINE_REPOS", "{"),
+        ("EOK_API_PORT", "http"),
+        ("EOK_LIBRARY", "["),
+    ],
 )
 def test_every_command_names_a_malformed_setting(
     variable: str, value: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

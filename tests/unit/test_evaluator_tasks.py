@@ -103,7 +103,8 @@ MALFORMED = {
     "bad_category": (_replace('category = "blas"', 'category = "maths"'), "category"),
     "no_bench": (_replace("{ n = 100, bench = true }", "{ n = 100 }"), "sizes"),
     "two_bench": (_replace("{ n = 3 }", "{ n = 3, bench = true }"), "sizes"),
-    "negative_size": (_replace("{ n = 3 }", "{ n = -3 }"), "sizes.0.n"),
+    # a size may be negative (BLAS's n <= 0, negative increments), but not a buffer's element count
+    "negative_size": (_replace("{ n = 3 }", "{ n = -3 }"), "args.x.count"),
     "inconsistent_sizes": (_replace("{ n = 3 }", "{ m = 3 }"), "sizes.1"),
     "missing_count": (_replace('kind = "in"\ncount = "n"', 'kind = "in"'), "args.x.count"),
     "count_unknown_name": (_replace('kind = "in"\ncount = "n"', 'kind = "in"\ncount = "n*k"'), "args.x.count"),

@@ -18,7 +18,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from agent.bootstrap import BootstrapEvent, Bootstrapper, BootstrapRequest, PairRow
+from agent.bootstrap import BootstrapEvent, Bootstrapper, BootstrapRequest, PairRow, Yardsticks
 from knowledge.models import RunStatus
 from service.api.deps import OperatorKey, ReaderKey, get_state
 from service.api.errors import Conflict
@@ -46,6 +46,9 @@ class BootstrapDetail(BaseModel):
     executors: list[str] = Field(description="where each execution ran: the first, then each resume")
     active: bool
     rows: list[PairRow]
+    yardsticks: Yardsticks = Field(
+        description="medians over the competent baseline and, where a library was configured, over the library"
+    )
 
 
 class _Channel:
@@ -188,6 +191,7 @@ def _detail(svc: BootstrapService, bootstrap_id: str) -> BootstrapDetail:
         executors=b.executors,
         active=svc.is_active(b.id),
         rows=out.rows,
+        yardsticks=out.yardsticks,
     )
 
 

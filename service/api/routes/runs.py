@@ -150,6 +150,8 @@ def _detail(runs: RunManager, run: Run, with_outcome: bool) -> RunDetail:
                 experience_id=best_exp.id,
                 speedup=best_exp.speedup,
                 competent_speedup=best_exp.competent_speedup,
+                speedup_over_library=best_exp.speedup_over_library,
+                library_label=best_exp.library_label,
                 status=str(best_exp.status),
                 summary=best_exp.summary,
             )
