@@ -8,12 +8,15 @@ thought, target k1-x60) against the configured graph: point it at a graph mined 
     EOK_HOME=/work/study/eok-home EOK_LOCAL_NEO4J_PORT=7801 python scripts/eval_retrieval.py [--show] [--json]
 
 A query's precision is relevant hits in the top k / k (a short answer counts its missing places as misses).
+The 95% interval of the mean is a bootstrap over queries (resampled with replacement, fixed seed): it says how
+far another set of queries like these could move the figure, which is what a ranking change is judged against.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import re
 import sys
 from pathlib import Path
@@ -25,6 +28,7 @@ from knowledge.retrieval import SearchFilters
 from service.bootstrap import Container
 
 QUERIES = Path(__file__).resolve().parents[1] / "tests" / "data" / "retrieval" / "k1_queries.json"
+BOOTSTRAP_SAMPLES = 10_000
 
 
 def relevant(node: dict[str, Any], rule: dict[str, Any]) -> bool:
@@ -36,6 +40,29 @@ def relevant(node: dict[str, Any], rule: dict[str, Any]) -> bool:
         if not re.search(rule["text"], text, re.IGNORECASE):
             return False
     return True
+
+
+def load_queries(path: Path) -> list[dict]:
+    """The query set: {"queries": [{"query": "...", "rule": {...}}, ...]}, every rule's regex compiled."""
+    queries = json.loads(path.read_text())["queries"]
+    for i, q in enumerate(queries):
+        if not isinstance(q.get("query"), str) or not isinstance(q.get("rule"), dict):
+            raise ValueError(f"query {i + 1} needs a 'query' string and a 'rule' object")
+        re.compile(q["rule"].get("text", ""))
+    return queries
+
+
+def bootstrap_interval(
+    values: list[float], samples: int = BOOTSTRAP_SAMPLES, level: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
+    """The percentile bootstrap interval of the mean: resample the queries with replacement `samples` times."""
+    if not values:
+        return (0.0, 0.0)
+    rng = random.Random(seed)
+    n = len(values)
+    means = sorted(sum(rng.choices(values, k=n)) / n for _ in range(samples))
+    tail = (1 - level) / 2
+    return means[int(tail * samples)], means[min(samples - 1, int((1 - tail) * samples))]
 
 
 def evaluate(container: Container, queries: list[dict], k: int, target: str) -> list[dict]:
@@ -78,8 +105,8 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     try:
-        queries = json.loads(args.queries.read_text())["queries"]
-    except (OSError, ValueError, KeyError) as e:
+        queries = load_queries(args.queries)
+    except (OSError, ValueError, KeyError, TypeError, re.error) as e:
         print(f"{args.queries}: cannot read the query set ({e}); fix the file", file=sys.stderr)
         return 2
     container = Container(get_settings())
@@ -89,12 +116,14 @@ def main() -> int:
     finally:
         container.close()
     p = mean(r["precision"] for r in rows)
+    low, high = bootstrap_interval([r["precision"] for r in rows])
     ceiling = mean(r["ceiling"] for r in rows)
     if args.json:
         print(
             json.dumps(
                 {
                     "precision_at_k": p,
+                    "interval_95": [low, high],
                     "ceiling": ceiling,
                     "k": args.k,
                     "queries": len(rows),
@@ -112,7 +141,10 @@ def main() -> int:
             for h in r["hits"]:
                 mark = "+" if h["relevant"] else "-"
                 print(f"       {mark} [{h['isa']}/{h['operator']}/{h['technique']}] {h['title'][:60]}")
-    print(f"precision@{args.k} = {p:.3f} (ceiling on this graph: {ceiling:.3f})")
+    print(
+        f"precision@{args.k} = {p:.3f}, 95% bootstrap interval {low:.3f}-{high:.3f} over {len(rows)} queries "
+        f"(ceiling on this graph: {ceiling:.3f})"
+    )
     return 0
 
 
