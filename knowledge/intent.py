@@ -30,7 +30,8 @@ from knowledge.taxonomy import ISA_FAMILY, OPERATOR_NEIGHBOURS, Isa, Operator, T
 # (a K1 search that names no ISA) weighs half as much: the asker did not say, but cannot run other ISAs' code.
 # A kernel of another operator costs as much as a match earns, unless it is a neighbour (its loops share the
 # shape: taxonomy.OPERATOR_NEIGHBOURS), portable advice ("other"), or its technique does not depend on what
-# the loop computes (OPERATOR_GENERIC).
+# the loop computes (OPERATOR_GENERIC). A technique close to the one named (TECHNIQUE_NEIGHBOURS: the same
+# lesson seen from another side) earns what a neighbouring operator does.
 INTENT_WEIGHT = {"operator": 1.0, "isa": 1.0, "technique": 1.0}
 SAME_FAMILY = 0.5
 PORTABLE_COST = 0.5
@@ -38,8 +39,22 @@ TRANSLATED_COST = 0.5
 OTHER_ISA_COST = 2.0
 IMPLIED_ISA_SCALE = 0.5
 NEIGHBOUR_OPERATOR = 0.4
+NEIGHBOUR_TECHNIQUE = 0.4
 OTHER_OPERATOR_COST = 1.0
 OPERATOR_GENERIC = frozenset({Technique.TAIL_HANDLING, Technique.ALIGNMENT, Technique.THREADING, Technique.PREFETCH})
+_T = Technique
+_CLOSE_TECHNIQUES = (
+    (_T.MULTI_ACCUMULATOR, _T.UNROLL),  # unrolling a reduction is what gives it several accumulators
+    (_T.MULTI_ACCUMULATOR, _T.REDUCTION),  # accumulate in vectors, reduce once after the loop
+    (_T.PACKING, _T.MEMORY_ACCESS),  # both decide the order the kernel reads memory in
+    (_T.PACKING, _T.REGISTER_BLOCKING),  # a GEMM packs panels for its register blocks
+    (_T.MEMORY_ACCESS, _T.PREFETCH),
+    (_T.VECTOR_LENGTH, _T.VECTORIZE),  # LMUL and vl are choices made while vectorising
+    (_T.VECTOR_LENGTH, _T.TAIL_HANDLING),  # on RVV the tail is a shorter vl
+)
+TECHNIQUE_NEIGHBOURS: dict[str, frozenset[str]] = {
+    t.value: frozenset(b.value if a == t else a.value for a, b in _CLOSE_TECHNIQUES if t in (a, b)) for t in Technique
+}
 
 # RVV 1.0: its names in prose, the cores and chips that implement it here, its vtype words (LMUL, VLEN,
 # e32m4, vfloat32m1_t, Zv* extensions), its intrinsics (__riscv_...), and its instruction names, bare
@@ -69,8 +84,9 @@ _ISA_WORDS: dict[Isa, str] = {
 }
 # Operators, in the words their queries use. A word may name two (im2col: the copy that feeds a convolution).
 _OPERATOR_WORDS: dict[Operator, str] = {
-    Operator.QUANT_DOT: r"vec_dot|quanti[sz]ed (?:dot|mat|gemm|gemv|weights?)|int8 (?:dot|mat|gemm|gemv)|"
-    r"\b[it]?q\d_[0-9k]\w*\b.*\bdot\b|\bdot\b.*\b[it]?q\d_[0-9k]|\bmatmulnbits\b|\b[48]-?bit weights?",
+    # a ggml block format (q4_0, q8_K, iq2_xs) names quantized data, whose kernels are dots and (de)quantization
+    Operator.QUANT_DOT: r"vec_dot|\b[it]?q\d_[0-9k]\w*\b|quanti[sz]ed (?:dot|mat|gemm|gemv|weights?)|"
+    r"int8 (?:dot|mat|gemm|gemv)|\bmatmulnbits\b|\b[48]-?bit weights?",
     Operator.QUANTIZE: r"quanti[sz]|dequant|\b[it]?q\d_[0-9k]\b|\b(?:fp|f|bf)16\b|half-precision|binary16|"
     r"conver(?:t|sion)|\bcast\b|vfn?w?cvt",
     Operator.TRSM: r"\btrsm\b|triangular solve",
@@ -201,7 +217,12 @@ def operator_fit(thought: Mapping[str, Any], intent: Intent) -> float:
 
 
 def technique_fit(thought: Mapping[str, Any], intent: Intent) -> float:
-    return INTENT_WEIGHT["technique"] if thought.get("technique") in intent.technique else 0.0
+    technique = thought.get("technique") or ""
+    if technique in intent.technique:
+        return INTENT_WEIGHT["technique"]
+    if TECHNIQUE_NEIGHBOURS.get(technique, frozenset()) & intent.technique:
+        return NEIGHBOUR_TECHNIQUE
+    return 0.0
 
 
 def _family(isa: str) -> str:
@@ -212,8 +233,12 @@ def _family(isa: str) -> str:
 
 
 def _neighbour(op: str, named: set[str]) -> bool:
+    """Either way round: a conversion (`elementwise`) answers part of a `quantize` question although the
+    taxonomy lists only quantize's neighbours, and the intent rankers search a named operator's neighbours."""
     try:
-        neighbours = OPERATOR_NEIGHBOURS.get(Operator(op), frozenset())
+        mine = OPERATOR_NEIGHBOURS.get(Operator(op), frozenset())
     except ValueError:
         return False
-    return any(n.value in named for n in neighbours)
+    return any(n.value in named for n in mine) or any(
+        Operator(op) in OPERATOR_NEIGHBOURS.get(Operator(n), frozenset()) for n in named
+    )

@@ -140,10 +140,12 @@ class Retriever:
         intent = query_intent(query, target_vector_isa(f.target))
         if "Thought" in labels:
             # What the query names explicitly joins the pool as a ranker of its own: the nearest thoughts
-            # on each named ISA (and operator), so a generic-sounding phrasing cannot crowd them out.
+            # on each wanted ISA (and operator, or technique), and on the named operator whatever their ISA,
+            # so a generic-sounding phrasing cannot crowd them out. A thought counts its best rank in them.
             for extra in _intent_filters(intent, f):
                 for r, hit in enumerate(self.index.search(qvec, pool, {"Thought"}, extra)):
-                    ranks.setdefault(("Thought", hit.key), {}).setdefault("intent", r)
+                    src = ranks.setdefault(("Thought", hit.key), {})
+                    src["intent"] = min(r, src.get("intent", r))
 
         def graph_side(q: Read) -> list[SearchHit]:
             for label, keys in self._fulltext(q, query, pool, f, labels).items():
@@ -361,18 +363,19 @@ def _outcome_prior(label: str, d: dict[str, Any]) -> float:
 
 def _intent_filters(intent: Intent, f: SearchFilters) -> list[dict[str, str]]:
     """Filters of the intent rankers: each wanted ISA (named, or the target's) x each named operator and its
-    neighbours."""
+    neighbours (or x each named technique), and each named operator on any ISA: when the graph holds no code
+    of that operator on the wanted ISA, its portable or translated thoughts are the answer."""
     base = f.attribute_filters("Thought")
     ops = set(intent.operator)
     for op in intent.operator:
         ops |= {n.value for n in OPERATOR_NEIGHBOURS.get(Operator(op), frozenset())}
-    out = []
-    for isa in sorted(intent.isas) or [None]:
-        for op in sorted(ops) or [None]:
-            extra = {**({"isa": isa} if isa else {}), **({"operator": op} if op else {})}
-            if extra and all(base.get(a, v) == v for a, v in extra.items()):
-                out.append({**base, **extra})
-    return out
+    isas = sorted(intent.isas)
+    combos: list[dict[str, str]] = [{"isa": i, "operator": o} for i in isas for o in sorted(ops)]
+    combos += [{"isa": i, "technique": t} for i in isas for t in sorted(intent.technique)]
+    combos += [{"operator": o} for o in sorted(intent.operator)]
+    if not combos:
+        combos = [{"isa": i} for i in isas]
+    return [{**base, **extra} for extra in combos if all(base.get(a, v) == v for a, v in extra.items())]
 
 
 def _clamp(x: float) -> float:

@@ -6,9 +6,12 @@ retrieval gives thoughts of equal text similarity (`Retriever.search` multiplies
 
 from __future__ import annotations
 
+import pytest
+
 from knowledge.intent import (
     INTENT_WEIGHT,
     NEIGHBOUR_OPERATOR,
+    NEIGHBOUR_TECHNIQUE,
     OTHER_ISA_COST,
     OTHER_OPERATOR_COST,
     PORTABLE_COST,
@@ -29,7 +32,8 @@ def test_isa_operator_and_technique_are_read_from_engineer_wording() -> None:
     i = query_intent("sgemm micro-kernel register blocking for RISC-V vector")
     assert i.isa == {"rvv"} and i.operator == {"gemm"} and "register_blocking" in i.technique
     assert query_intent("port RVV kernel to xtheadvector 0.7.1").isa == {"rvv", "xtheadvector"}
-    assert query_intent("quantize row q8_0").operator == {"quantize"}
+    # a ggml block format names quantized data: its dots and its (de)quantization
+    assert query_intent("quantize row q8_0").operator == {"quantize", "quant_dot"}
     # "reduce once" is a technique, not the reduce operator; "vfredusum" names RVV
     r = query_intent("reduce once after the loop instead of vfredusum")
     assert r.operator == set() and r.isa == {"rvv"} and r.technique == {"reduction"}
@@ -121,9 +125,24 @@ def test_another_operator_is_demoted_unless_a_neighbour_portable_advice_or_an_op
     assert intent_fit(candidates["gemv (neighbour)"], intent) == INTENT_WEIGHT["isa"] + NEIGHBOUR_OPERATOR
 
 
-def test_a_named_technique_ranks_its_thoughts_first_and_a_query_naming_nothing_changes_nothing() -> None:
+def test_neighbouring_operators_count_either_way_round() -> None:
+    # the taxonomy lists elementwise among quantize's neighbours, not quantize among elementwise's
+    conversion = {"isa": "rvv", "operator": "elementwise", "technique": "vectorize"}
+    assert intent_fit(conversion, query_intent("fp16 to fp32 conversion on RVV")) == 1.0 + NEIGHBOUR_OPERATOR
+
+
+def test_a_named_technique_ranks_its_thoughts_first_then_close_techniques() -> None:
     intent = query_intent("several accumulators for the RVV dot product")
-    acc = {"isa": "rvv", "operator": "dot", "technique": "multi_accumulator"}
-    unrolled = {"isa": "rvv", "operator": "dot", "technique": "unroll"}
-    assert intent_fit(acc, intent) - intent_fit(unrolled, intent) == INTENT_WEIGHT["technique"]
-    assert intent_fit({"isa": "neon", "operator": "dot"}, Intent()) == 0.0
+    candidates = {
+        "accumulators": {"isa": "rvv", "operator": "dot", "technique": "multi_accumulator"},
+        "unrolled (close)": {"isa": "rvv", "operator": "dot", "technique": "unroll"},
+        "prefetch": {"isa": "rvv", "operator": "dot", "technique": "prefetch"},
+    }
+    assert ranked(intent, candidates) == ["accumulators", "unrolled (close)", "prefetch"]
+    fit = {name: intent_fit(c, intent) for name, c in candidates.items()}
+    assert fit["accumulators"] - fit["prefetch"] == pytest.approx(INTENT_WEIGHT["technique"])
+    assert fit["unrolled (close)"] - fit["prefetch"] == pytest.approx(NEIGHBOUR_TECHNIQUE)
+
+
+def test_a_query_naming_nothing_changes_nothing() -> None:
+    assert intent_fit({"isa": "neon", "operator": "dot", "technique": "unroll"}, Intent()) == 0.0
