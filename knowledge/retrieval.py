@@ -395,5 +395,8 @@ _WORD = re.compile(r"[A-Za-z0-9_]{2,}")
 
 
 def _lucene_terms(query: str) -> str:
-    """Plain words OR-ed together: user text never reaches Lucene's query syntax."""
-    return " OR ".join(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
+    """Plain words OR-ed together: user text never reaches Lucene's query syntax. An identifier also gives its
+    parts (`__riscv_vfredusum_vs_f32m1` -> vfredusum, f32m1): Lucene keeps it whole, prose names the parts."""
+    words = [w.lower() for w in _WORD.findall(query)]
+    parts = [p for w in words if "_" in w for p in w.split("_") if len(p) >= 3]
+    return " OR ".join(dict.fromkeys(words + parts))
