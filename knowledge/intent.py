@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from core.errors import EokError
+from knowledge.fit import quantized
 from knowledge.taxonomy import ISA_FAMILY, OPERATOR_NEIGHBOURS, Isa, Operator, Technique
 
 # Log-scale weights. Each field a query names earns the same for a match. An engineer who names an ISA wants
@@ -31,7 +32,9 @@ from knowledge.taxonomy import ISA_FAMILY, OPERATOR_NEIGHBOURS, Isa, Operator, T
 # A kernel of another operator costs as much as a match earns, unless it is a neighbour (its loops share the
 # shape: taxonomy.OPERATOR_NEIGHBOURS), portable advice ("other"), or its technique does not depend on what
 # the loop computes (OPERATOR_GENERIC). A technique close to the one named (TECHNIQUE_NEIGHBOURS: the same
-# lesson seen from another side) earns what a neighbouring operator does.
+# lesson seen from another side) earns what a neighbouring operator does. A query about float data (f32,
+# sgemm, single precision) is not answered by a quantized kernel (a block format's lookup tables, int8 dot
+# products: knowledge.fit.quantized, the test the agent's context applies to a float task) and costs as much.
 INTENT_WEIGHT = {"operator": 1.0, "isa": 1.0, "technique": 1.0}
 SAME_FAMILY = 0.5
 PORTABLE_COST = 0.5
@@ -40,6 +43,7 @@ OTHER_ISA_COST = 2.0
 IMPLIED_ISA_SCALE = 0.5
 NEIGHBOUR_OPERATOR = 0.4
 NEIGHBOUR_TECHNIQUE = 0.4
+QUANTIZED_COST = 1.0
 OTHER_OPERATOR_COST = 1.0
 OPERATOR_GENERIC = frozenset({Technique.TAIL_HANDLING, Technique.ALIGNMENT, Technique.THREADING, Technique.PREFETCH})
 _T = Technique
@@ -131,6 +135,14 @@ _TECHNIQUE_WORDS: dict[Technique, str] = {
 }
 
 
+# Float data named: element types, precisions, and BLAS's s/d routine names.
+_FLOAT_DATA = re.compile(
+    r"\bf(?:p)?(?:16|32|64)\b|\bfloats?\b|\b(?:single|double|half)[- ]precision|"
+    r"\b[sd](?:gemm|gemv|dot|axpy|scal|nrm2|asum|ger|symv|trsm|amax)\w*",
+    re.IGNORECASE,
+)
+
+
 def _compiled(words: dict[Any, str]) -> list[tuple[Any, re.Pattern[str]]]:
     return [(value, re.compile(rx, re.IGNORECASE)) for value, rx in words.items()]
 
@@ -148,6 +160,7 @@ class Intent(BaseModel):
     operator: set[str] = set()
     technique: set[str] = set()
     implied_isa: str | None = None
+    float_data: bool = False  # names float data and no quantized data
 
     @property
     def isas(self) -> set[str]:
@@ -164,6 +177,7 @@ def query_intent(query: str, target_isa: str | None = None) -> Intent:
         operator={str(op) for op, rx in _QUERY_OPERATOR if rx.search(query)},
         technique={str(t) for t, rx in _QUERY_TECHNIQUE if rx.search(query)},
         implied_isa=None if isas else target_isa,
+        float_data=bool(_FLOAT_DATA.search(query)) and not quantized({"title": query}),
     )
 
 
@@ -183,7 +197,8 @@ def target_vector_isa(target_key: str | None) -> str | None:
 
 def intent_fit(thought: Mapping[str, Any], intent: Intent) -> float:
     """Log-scale fit of a thought (its isa, operator, technique, rvv_equivalents) to a query's intent."""
-    return isa_fit(thought, intent) + operator_fit(thought, intent) + technique_fit(thought, intent)
+    fit = isa_fit(thought, intent) + operator_fit(thought, intent) + technique_fit(thought, intent)
+    return fit - QUANTIZED_COST if intent.float_data and quantized(thought) else fit
 
 
 def isa_fit(thought: Mapping[str, Any], intent: Intent) -> float:

@@ -15,6 +15,7 @@ from knowledge.intent import (
     OTHER_ISA_COST,
     OTHER_OPERATOR_COST,
     PORTABLE_COST,
+    QUANTIZED_COST,
     SAME_FAMILY,
     TRANSLATED_COST,
     Intent,
@@ -146,3 +147,12 @@ def test_a_named_technique_ranks_its_thoughts_first_then_close_techniques() -> N
 
 def test_a_query_naming_nothing_changes_nothing() -> None:
     assert intent_fit({"isa": "neon", "operator": "dot", "technique": "unroll"}, Intent()) == 0.0
+
+
+def test_a_float_question_demotes_quantized_kernels_as_the_agents_fit_does() -> None:
+    intent = query_intent("sdot on RVV")
+    assert intent.float_data and not query_intent("q4_0 dequantize to f32").float_data
+    float_dot = {"isa": "rvv", "operator": "dot", "technique": "unroll", "title": "sdot unrolled"}
+    iq_dot = {"isa": "rvv", "operator": "dot", "technique": "unroll", "title": "iq1_s lookup table dot"}
+    assert intent_fit(float_dot, intent) - intent_fit(iq_dot, intent) == QUANTIZED_COST
+    assert intent_fit(iq_dot, query_intent("RVV dot")) == intent_fit(float_dot, query_intent("RVV dot"))
