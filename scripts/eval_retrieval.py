@@ -65,6 +65,18 @@ def bootstrap_interval(
     return means[int(tail * samples)], means[min(samples - 1, int((1 - tail) * samples))]
 
 
+def paired_difference(after: list[float], before: list[float]) -> dict[str, Any]:
+    """Per-query precision differences of two rankings on the same queries: the same queries' difficulty
+    cancels out, so the interval is narrower than the two separate ones suggest."""
+    diff = [a - b for a, b in zip(after, before, strict=True)]
+    return {
+        "mean": mean(diff),
+        "interval_95": list(bootstrap_interval(diff)),
+        "better": sum(d > 0 for d in diff),
+        "worse": sum(d < 0 for d in diff),
+    }
+
+
 def evaluate(container: Container, queries: list[dict], k: int, target: str) -> list[dict]:
     every = container.store.read(
         "MATCH (t:Thought) RETURN t {.isa, .operator, .technique, .title, .description, .example_code} AS t"
@@ -103,12 +115,29 @@ def main() -> int:
     ap.add_argument("--target", default="k1-x60")
     ap.add_argument("--show", action="store_true", help="print every query's hits")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        help="a --json result of another ranking on the same queries: report the paired difference per query",
+    )
     args = ap.parse_args()
     try:
         queries = load_queries(args.queries)
     except (OSError, ValueError, KeyError, TypeError, re.error) as e:
         print(f"{args.queries}: cannot read the query set ({e}); fix the file", file=sys.stderr)
         return 2
+    baseline = None
+    if args.baseline:
+        try:
+            baseline = [r["precision"] for r in json.loads(args.baseline.read_text())["rows"]]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            print(f"{args.baseline}: not a --json result of this script ({e}); run it with --json", file=sys.stderr)
+            return 2
+        if len(baseline) != len(queries):
+            print(
+                f"{args.baseline}: {len(baseline)} queries, not {len(queries)}; use the same --queries", file=sys.stderr
+            )
+            return 2
     container = Container(get_settings())
     try:
         thoughts = container.store.read("MATCH (t:Thought) RETURN count(t) AS n")[0]["n"]
@@ -118,6 +147,7 @@ def main() -> int:
     p = mean(r["precision"] for r in rows)
     low, high = bootstrap_interval([r["precision"] for r in rows])
     ceiling = mean(r["ceiling"] for r in rows)
+    paired = paired_difference([r["precision"] for r in rows], baseline) if baseline else None
     if args.json:
         print(
             json.dumps(
@@ -129,6 +159,7 @@ def main() -> int:
                     "queries": len(rows),
                     "thoughts": thoughts,
                     "rows": rows,
+                    **({"paired_difference": paired} if paired else {}),
                 }
             )
         )
@@ -145,6 +176,12 @@ def main() -> int:
         f"precision@{args.k} = {p:.3f}, 95% bootstrap interval {low:.3f}-{high:.3f} over {len(rows)} queries "
         f"(ceiling on this graph: {ceiling:.3f})"
     )
+    if paired:
+        print(
+            f"against the baseline: {paired['mean']:+.3f} per query, 95% bootstrap interval "
+            f"{paired['interval_95'][0]:+.3f} to {paired['interval_95'][1]:+.3f}; "
+            f"{paired['better']} queries better, {paired['worse']} worse"
+        )
     return 0
 
 

@@ -39,3 +39,16 @@ def test_the_project_query_sets_load_and_a_broken_one_is_refused(tmp_path: Path)
     broken.write_text(json.dumps({"queries": [{"query": "RVV dot", "rule": {"text": "vfmacc("}}]}))
     with pytest.raises(re.error):
         eval_retrieval.load_queries(broken)
+
+
+def test_the_paired_difference_counts_queries_that_moved_and_cancels_their_difficulty() -> None:
+    before = [0.0, 0.2, 1.0, 0.4, 0.6, 0.8]
+    after = [0.2, 0.4, 1.0, 0.6, 0.8, 0.6]
+    paired = eval_retrieval.paired_difference(after, before)
+    assert (paired["better"], paired["worse"]) == (4, 1)
+    assert paired["mean"] == pytest.approx(0.1)
+    low, high = paired["interval_95"]
+    assert low < paired["mean"] < high
+    # the differences vary less than the precisions do: a narrower interval than the separate ones
+    b_low, b_high = eval_retrieval.bootstrap_interval(before)
+    assert high - low < b_high - b_low
