@@ -1,5 +1,6 @@
 """Hybrid retrieval: FAISS vectors + Lucene full-text + graph expansion, fused by reciprocal rank and
-weighted by an outcome prior (measured effect on this target first, then mined evidence)."""
+weighted by an outcome prior (measured effect on this target first, then mined evidence) and by how well
+a thought fits what the query asks for (knowledge/intent.py: its ISA, operator and technique)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from knowledge.embeddings import Embedder
+from knowledge.intent import Intent, intent_fit, query_intent, target_vector_isa
 from knowledge.models import effect_summary
 from knowledge.store import GraphStore
 from knowledge.taxonomy import MAX_PLAUSIBLE_SPEEDUP, OPERATOR_NEIGHBOURS, Isa, Operator, Technique, parse_enum
@@ -25,82 +27,6 @@ EXPANSION_FANOUT = 5  # thoughts per matched idea that graph expansion may add
 RESULT_CACHE_BYTES = 64 * 2**20  # answers kept while the graph is unchanged, bounded by their JSON size
 RESULT_MAX_BYTES = RESULT_CACHE_BYTES // 16  # a larger single answer (k in the thousands) is not kept
 RRF_K = 60  # the usual reciprocal-rank constant: flattens the head so no single ranker dominates
-# Log-scale weights of what a query names explicitly: each named field (operator, ISA, technique) earns the
-# same. An engineer who names an ISA wants that ISA's code: code on another ISA costs as much as a match
-# earns, portable C (right idea, none of the ISA's intrinsics) half of it. A neighbouring operator
-# (taxonomy.OPERATOR_NEIGHBOURS: a dot for a gemv question) earns less than the operator named.
-INTENT_WEIGHT = {"operator": 1.0, "isa": 1.0, "technique": 1.0}
-OTHER_ISA_COST = 1.0
-PORTABLE_COST = 0.5
-NEIGHBOUR_OPERATOR = 0.4
-
-# What a kernel engineer's query names, in the words such queries use (not the miners' commit patterns:
-# those read code and commit messages). Operators are tried in order; the first match wins per word.
-_QUERY_ISA: list[tuple[Isa, re.Pattern[str]]] = [
-    (Isa.XTHEADVECTOR, re.compile(r"xthead|thead|\b0\.7(\.1)?\b|\bc9[0-2]\d\b", re.I)),
-    (
-        Isa.RVV,
-        re.compile(
-            r"\brvv\b|risc-?v|riscv|\bvsetvli?\b|\bvfmacc|\bvfred|\bvle\d|\bvlse|\blmul\b|zvfh|\bk1\b|\bx60\b", re.I
-        ),
-    ),
-    (Isa.NEON, re.compile(r"\bneon\b|aarch64|\barm64?\b", re.I)),
-    (Isa.SVE, re.compile(r"\bsve2?\b", re.I)),
-    (Isa.AVX512, re.compile(r"avx-?512", re.I)),
-    (Isa.AVX2, re.compile(r"\bavx2\b", re.I)),
-    (Isa.SSE, re.compile(r"\bsse\d?\b|\bx86\b", re.I)),
-]
-_QUERY_OPERATOR: list[tuple[Operator, re.Pattern[str]]] = [
-    (Operator.QUANT_DOT, re.compile(r"vec_dot|quantized dot|\bq\d_[0-9k]\b", re.I)),  # ggml block formats
-    (Operator.QUANTIZE, re.compile(r"quantize|dequant|\bfp16 to\b|\bf16 to\b|conversion", re.I)),
-    (Operator.TRSM, re.compile(r"\btrsm\b", re.I)),
-    (Operator.GEMV, re.compile(r"gemv|\bger\b|symv|matrix-vector", re.I)),
-    (Operator.GEMM, re.compile(r"gemm|matmul|micro-?kernel", re.I)),
-    (Operator.DOT, re.compile(r"\b[sd]?dot\b|dot product", re.I)),
-    (Operator.AXPY, re.compile(r"axpy", re.I)),
-    (Operator.NRM2, re.compile(r"nrm2", re.I)),
-    (Operator.SOFTMAX, re.compile(r"softmax", re.I)),
-    (Operator.NORM, re.compile(r"rms_?norm|layer_?norm|batch_?norm", re.I)),
-    (Operator.CONV, re.compile(r"\bconv|im2col|winograd", re.I)),
-    (Operator.ACTIVATION, re.compile(r"gelu|silu|relu|sigmoid|tanh|activation|\bexpf?\b", re.I)),
-    (Operator.ROPE, re.compile(r"\brope\b|rotary", re.I)),
-    (Operator.REDUCE, re.compile(r"\bi?amax\b|\bi?amin\b|asum|\bsum\b", re.I)),  # "reduce once" is a technique
-    (Operator.ELEMENTWISE, re.compile(r"\b[sd]?scal\b", re.I)),
-]
-
-_QUERY_TECHNIQUE: list[tuple[Technique, re.Pattern[str]]] = [
-    (Technique.PREFETCH, re.compile(r"prefetch", re.I)),
-    (Technique.UNROLL, re.compile(r"unroll", re.I)),
-    (Technique.MULTI_ACCUMULATOR, re.compile(r"accumulators|partial sums", re.I)),
-    (Technique.VECTOR_LENGTH, re.compile(r"\blmul\b|register group", re.I)),
-    (Technique.TAIL_HANDLING, re.compile(r"\btails?\b|epilogue|remainder", re.I)),
-    (Technique.PACKING, re.compile(r"packing|\bpack\b", re.I)),
-    (Technique.REGISTER_BLOCKING, re.compile(r"blocking|tiling|micro-?kernel", re.I)),
-    (Technique.WIDENING, re.compile(r"widening|vwmacc|vwmul", re.I)),
-    (Technique.REDUCTION, re.compile(r"reduce once|horizontal|vfredusum|vredsum", re.I)),
-    (Technique.MEMORY_ACCESS, re.compile(r"strided|unit-?stride|\bvlse", re.I)),
-    (Technique.APPROXIMATION, re.compile(r"polynomial|approximat", re.I)),
-    (Technique.THREADING, re.compile(r"thread|multicore|openmp", re.I)),
-]
-
-
-class Intent(BaseModel):
-    """What a query names explicitly: "unroll sgemm on RVV" -> isa {rvv}, operator {gemm}, technique {unroll}."""
-
-    isa: set[str] = set()
-    operator: set[str] = set()
-    technique: set[str] = set()
-
-
-def query_intent(query: str) -> Intent:
-    isas = {str(isa) for isa, rx in _QUERY_ISA if rx.search(query)}
-    if str(Isa.XTHEADVECTOR) in isas:
-        isas.add(str(Isa.RVV))  # a 0.7.1 port starts from RVV code
-    return Intent(
-        isa=isas,
-        operator={str(op) for op, rx in _QUERY_OPERATOR if rx.search(query)},
-        technique={str(t) for t, rx in _QUERY_TECHNIQUE if rx.search(query)},
-    )
 
 
 Read = Callable[..., list[dict[str, Any]]]  # q(cypher, **params) inside one read transaction
@@ -211,13 +137,15 @@ class Retriever:
         for label in labels:
             for r, hit in enumerate(self.index.search(qvec, pool, {label}, f.attribute_filters(label))):
                 ranks.setdefault((label, hit.key), {})["vector"] = r
-        intent = query_intent(query)
+        intent = query_intent(query, target_vector_isa(f.target))
         if "Thought" in labels:
             # What the query names explicitly joins the pool as a ranker of its own: the nearest thoughts
-            # on each named ISA (and operator), so a generic-sounding phrasing cannot crowd them out.
+            # on each wanted ISA (and operator, or technique), and on the named operator whatever their ISA,
+            # so a generic-sounding phrasing cannot crowd them out. A thought counts its best rank in them.
             for extra in _intent_filters(intent, f):
                 for r, hit in enumerate(self.index.search(qvec, pool, {"Thought"}, extra)):
-                    ranks.setdefault(("Thought", hit.key), {}).setdefault("intent", r)
+                    src = ranks.setdefault(("Thought", hit.key), {})
+                    src["intent"] = min(r, src.get("intent", r))
 
         def graph_side(q: Read) -> list[SearchHit]:
             for label, keys in self._fulltext(q, query, pool, f, labels).items():
@@ -314,12 +242,16 @@ class Retriever:
         intent: Intent | None = None,
     ) -> list[SearchHit]:
         # Apply the prior to a generous head only: details cost a query, the tail never wins. The head is
-        # chosen with the query's intent already applied (from the attributes beside the vectors), so a
-        # thought only the intent ranker found is not cut for appearing in one ranker.
+        # chosen with the query's intent already applied (from the attributes beside the vectors, and for
+        # code on another ISA whether it carries an RVV translation), so a thought only the intent ranker
+        # found is not cut for appearing in one ranker, nor an untranslated one kept for its words.
+        translated = self._translated(q, fused, intent)
+
         def first_pass(key: tuple[str, str]) -> float:
             if not intent or key[0] != "Thought":
                 return fused[key]
-            return fused[key] * math.exp(_intent_fit(self.index.attributes("Thought", key[1]), intent))
+            attrs = self.index.attributes("Thought", key[1])
+            return fused[key] * math.exp(intent_fit({**attrs, "rvv_equivalents": key[1] in translated}, intent))
 
         head = sorted(fused, key=first_pass, reverse=True)[: max(3 * k, 30)]
         details = self._details(q, head, f.target)
@@ -328,7 +260,7 @@ class Retriever:
             d = details.get(key)
             if d is None:
                 continue
-            fit = _intent_fit(d["node"], intent) if intent and key[0] == "Thought" else 0.0
+            fit = intent_fit(d["node"], intent) if intent and key[0] == "Thought" else 0.0
             prior = _outcome_prior(key[0], d) + fit
             hits.append(
                 SearchHit(
@@ -345,6 +277,24 @@ class Retriever:
             )
         hits.sort(key=lambda h: h.score, reverse=True)
         return hits[:k]
+
+    def _translated(self, q: Read, fused: dict[tuple[str, str], float], intent: Intent | None) -> set[str]:
+        """The thoughts on another ISA among the candidates that carry RVV equivalents of their key code (one
+        query, only when the asker wants RVV code)."""
+        if not intent or str(Isa.RVV) not in intent.isas:
+            return set()
+        foreign = [
+            key
+            for (label, key) in fused
+            if label == "Thought" and self.index.attributes("Thought", key).get("isa") not in _RISCV_OR_PORTABLE
+        ]
+        if not foreign:
+            return set()
+        rows = q(
+            "UNWIND $ids AS id MATCH (t:Thought {id: id}) WHERE size(coalesce(t.rvv_equivalents, [])) > 0 RETURN id",
+            ids=foreign,
+        )
+        return {r["id"] for r in rows}
 
     def _details(self, q: Read, keys: list[tuple[str, str]], target: str | None) -> dict[tuple[str, str], dict]:
         ids = {lb: [k for (label, k) in keys if label == lb] for lb in ("Thought", "Idea", "Experience")}
@@ -363,6 +313,7 @@ class Retriever:
         return out
 
 
+_RISCV_OR_PORTABLE = {str(Isa.RVV), str(Isa.XTHEADVECTOR), str(Isa.GENERIC), None}
 _THOUGHT_DETAILS = """
 UNWIND $ids AS id MATCH (t:Thought {id: id})
 OPTIONAL MATCH (t)-[:EVIDENCED_BY]->(c:Commit)
@@ -411,42 +362,20 @@ def _outcome_prior(label: str, d: dict[str, Any]) -> float:
 
 
 def _intent_filters(intent: Intent, f: SearchFilters) -> list[dict[str, str]]:
-    """Filters of the intent rankers: each named ISA x each named operator and its neighbours."""
+    """Filters of the intent rankers: each wanted ISA (named, or the target's) x each named operator and its
+    neighbours (or x each named technique), and each named operator on any ISA: when the graph holds no code
+    of that operator on the wanted ISA, its portable or translated thoughts are the answer."""
     base = f.attribute_filters("Thought")
     ops = set(intent.operator)
     for op in intent.operator:
         ops |= {n.value for n in OPERATOR_NEIGHBOURS.get(Operator(op), frozenset())}
-    out = []
-    for isa in sorted(intent.isa) or [None]:
-        for op in sorted(ops) or [None]:
-            extra = {**({"isa": isa} if isa else {}), **({"operator": op} if op else {})}
-            if extra and all(base.get(a, v) == v for a, v in extra.items()):
-                out.append({**base, **extra})
-    return out
-
-
-def _intent_fit(node: dict[str, Any], intent: Intent) -> float:
-    """Log-scale: + for each named ISA, operator and technique it matches (less for a neighbouring
-    operator); - for code on another ISA than the one named, half as much for portable C."""
-    fit = 0.0
-    isa = node.get("isa") or "generic"
-    if intent.isa and isa not in intent.isa:
-        fit -= PORTABLE_COST if isa == "generic" else OTHER_ISA_COST
-    for field in ("isa", "operator", "technique"):
-        if node.get(field) in getattr(intent, field):
-            fit += INTENT_WEIGHT[field]
-    op = node.get("operator")
-    if intent.operator and op not in intent.operator and _neighbour(op, intent.operator):
-        fit += NEIGHBOUR_OPERATOR
-    return fit
-
-
-def _neighbour(op: str | None, named: set[str]) -> bool:
-    try:
-        neighbours = OPERATOR_NEIGHBOURS.get(Operator(op or "other"), frozenset())
-    except ValueError:
-        return False
-    return any(n.value in named for n in neighbours)
+    isas = sorted(intent.isas)
+    combos: list[dict[str, str]] = [{"isa": i, "operator": o} for i in isas for o in sorted(ops)]
+    combos += [{"isa": i, "technique": t} for i in isas for t in sorted(intent.technique)]
+    combos += [{"operator": o} for o in sorted(intent.operator)]
+    if not combos:
+        combos = [{"isa": i} for i in isas]
+    return [{**base, **extra} for extra in combos if all(base.get(a, v) == v for a, v in extra.items())]
 
 
 def _clamp(x: float) -> float:
@@ -466,5 +395,8 @@ _WORD = re.compile(r"[A-Za-z0-9_]{2,}")
 
 
 def _lucene_terms(query: str) -> str:
-    """Plain words OR-ed together: user text never reaches Lucene's query syntax."""
-    return " OR ".join(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
+    """Plain words OR-ed together: user text never reaches Lucene's query syntax. An identifier also gives its
+    parts (`__riscv_vfredusum_vs_f32m1` -> vfredusum, f32m1): Lucene keeps it whole, prose names the parts."""
+    words = [w.lower() for w in _WORD.findall(query)]
+    parts = [p for w in words if "_" in w for p in w.split("_") if len(p) >= 3]
+    return " OR ".join(dict.fromkeys(words + parts))

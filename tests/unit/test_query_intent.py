@@ -1,22 +1,39 @@
-"""What a kernel engineer's query names explicitly, and how a thought's fit to it moves its score."""
+"""What a kernel engineer's query names (or its target implies), and how the ranking rules order thoughts by it.
+
+The rules are applied to small in-memory candidate lists: the order `intent_fit` gives them is the order
+retrieval gives thoughts of equal text similarity (`Retriever.search` multiplies by exp(fit)).
+"""
 
 from __future__ import annotations
 
-from knowledge.retrieval import (
+import pytest
+
+from knowledge.intent import (
     INTENT_WEIGHT,
     NEIGHBOUR_OPERATOR,
+    NEIGHBOUR_TECHNIQUE,
     OTHER_ISA_COST,
+    OTHER_OPERATOR_COST,
     PORTABLE_COST,
+    QUANTIZED_COST,
+    SAME_FAMILY,
+    TRANSLATED_COST,
     Intent,
-    _intent_fit,
+    intent_fit,
     query_intent,
+    target_vector_isa,
 )
+
+
+def ranked(intent: Intent, candidates: dict[str, dict]) -> list[str]:
+    return sorted(candidates, key=lambda name: intent_fit(candidates[name], intent), reverse=True)
 
 
 def test_isa_operator_and_technique_are_read_from_engineer_wording() -> None:
     i = query_intent("sgemm micro-kernel register blocking for RISC-V vector")
     assert i.isa == {"rvv"} and i.operator == {"gemm"} and "register_blocking" in i.technique
     assert query_intent("port RVV kernel to xtheadvector 0.7.1").isa == {"rvv", "xtheadvector"}
+    # a ggml block format names quantized data: its dots and its (de)quantization
     assert query_intent("quantize row q8_0").operator == {"quantize", "quant_dot"}
     # "reduce once" is a technique, not the reduce operator; "vfredusum" names RVV
     r = query_intent("reduce once after the loop instead of vfredusum")
@@ -24,13 +41,118 @@ def test_isa_operator_and_technique_are_read_from_engineer_wording() -> None:
     assert query_intent("make it faster") == Intent()
 
 
-def test_fit_rewards_named_fields_and_neighbours_and_penalises_other_isas_more_than_portable_code() -> None:
-    intent = Intent(isa={"rvv"}, operator={"gemm"})
-    assert _intent_fit({"isa": "rvv", "operator": "gemm"}, intent) == INTENT_WEIGHT["isa"] + INTENT_WEIGHT["operator"]
-    assert _intent_fit({"isa": "neon", "operator": "gemm"}, intent) == INTENT_WEIGHT["operator"] - OTHER_ISA_COST
-    assert _intent_fit({"isa": "generic", "operator": "gemm"}, intent) == INTENT_WEIGHT["operator"] - PORTABLE_COST
-    # gemv is a neighbour of gemm (its kernels share the shape), sort is not
-    assert _intent_fit({"isa": "rvv", "operator": "gemv"}, intent) == INTENT_WEIGHT["isa"] + NEIGHBOUR_OPERATOR
-    assert _intent_fit({"isa": "rvv", "operator": "sort"}, intent) == INTENT_WEIGHT["isa"]
-    assert PORTABLE_COST < OTHER_ISA_COST
-    assert _intent_fit({"isa": "neon", "operator": "dot"}, Intent()) == 0.0
+def test_rvv_is_named_by_its_intrinsics_instructions_types_and_cores() -> None:
+    for query in (
+        "__riscv_vfwmacc_vv_f32m2 for a half-precision dot",  # a full intrinsic: no word boundary before v
+        "vle32.v then vfmacc.vv",
+        "vfmacc_vv_f32m1 accumulation",
+        "vfloat32m4_t accumulators",
+        "e32m8 or e32m2",
+        "K3 with VLEN 1024",
+        "the SpacemiT X60",
+        "zvfh conversions",
+    ):
+        assert query_intent(query).isa == {"rvv"}, query
+    # other ISAs' intrinsic names are theirs, not RVV's
+    assert query_intent("vmulq_f32 and vcvtq_f32_s32").isa == {"neon"}
+    assert query_intent("_mm256_fmadd_ps sgemm").isa == {"avx2"}
+    assert query_intent("svwhilelt_b32 loop").isa == {"sve"}
+
+
+def test_operators_are_read_in_the_task_suites_words() -> None:
+    cases = {
+        "layer normalization": {"norm"},
+        "matrix multiplication": {"gemm"},
+        "matrix-vector product": {"gemv"},
+        "histogram of bytes": {"sort"},
+        "stream compaction": {"sort"},
+        "prefix sum": {"scan"},
+        "bilinear resize": {"resize"},
+        "fp16 to fp32 conversion": {"quantize"},  # "conversion" is no convolution
+        "depthwise 3x3": {"conv"},
+        "2x2 max pooling": {"pool"},
+        "thread pool for gemm": {"gemm"},
+    }
+    for query, ops in cases.items():
+        assert query_intent(query).operator == ops, query
+
+
+def test_a_k1_target_implies_rvv_when_the_query_names_no_isa() -> None:
+    assert target_vector_isa("k1-x60") == "rvv" and target_vector_isa("k3-a100") == "rvv"
+    assert target_vector_isa("host") is None and target_vector_isa("no-such-target") is None
+    i = query_intent("unroll the dot product", target_vector_isa("k1-x60"))
+    assert i.isa == set() and i.isas == {"rvv"}
+    assert query_intent("NEON dot product", "rvv").isas == {"neon"}  # what the query names wins
+
+
+def test_an_rvv_query_prefers_rvv_then_translated_or_portable_then_foreign_code() -> None:
+    intent = query_intent("RVV dot product")
+    candidates = {
+        "avx2": {"isa": "avx2", "operator": "dot"},
+        "rvv": {"isa": "rvv", "operator": "dot"},
+        "neon+translation": {"isa": "neon", "operator": "dot", "rvv_equivalents": ["vfmaq_f32 -> __riscv_vfmacc"]},
+        "xthead": {"isa": "xtheadvector", "operator": "dot"},
+    }
+    assert ranked(intent, candidates) == ["rvv", "xthead", "neon+translation", "avx2"]
+    generic = intent_fit({"isa": "generic", "operator": "dot"}, intent)
+    assert generic == intent_fit(candidates["neon+translation"], intent)  # both: the idea without RVV code
+    # a foreign thought without a translation loses even when it matches the operator and an RVV one does not
+    assert intent_fit(candidates["avx2"], intent) < intent_fit({"isa": "rvv", "operator": "sort"}, intent)
+    assert INTENT_WEIGHT["isa"] > SAME_FAMILY > 0 > -PORTABLE_COST == -TRANSLATED_COST > -OTHER_ISA_COST
+
+
+def test_an_isa_implied_by_the_target_weighs_half_of_a_named_one() -> None:
+    named, implied = query_intent("RVV unroll"), query_intent("unroll", "rvv")
+    rvv, avx2 = {"isa": "rvv", "technique": "unroll"}, {"isa": "avx2", "technique": "unroll"}
+    assert (
+        intent_fit(rvv, implied) - intent_fit(avx2, implied) == (intent_fit(rvv, named) - intent_fit(avx2, named)) / 2
+    )
+    assert intent_fit(avx2, implied) < intent_fit({"isa": "generic", "technique": "unroll"}, implied)
+
+
+def test_another_operator_is_demoted_unless_a_neighbour_portable_advice_or_an_operator_generic_technique() -> None:
+    intent = query_intent("RVV gemm")
+    candidates = {
+        "gemm": {"isa": "rvv", "operator": "gemm", "technique": "unroll"},
+        "gemv (neighbour)": {"isa": "rvv", "operator": "gemv", "technique": "unroll"},
+        "other (portable advice)": {"isa": "rvv", "operator": "other", "technique": "unroll"},
+        "softmax tail handling": {"isa": "rvv", "operator": "softmax", "technique": "tail_handling"},
+        "softmax unroll": {"isa": "rvv", "operator": "softmax", "technique": "unroll"},
+    }
+    order = ranked(intent, candidates)
+    assert order[:2] == ["gemm", "gemv (neighbour)"] and order[-1] == "softmax unroll"
+    assert intent_fit(candidates["softmax tail handling"], intent) == INTENT_WEIGHT["isa"]
+    assert intent_fit(candidates["softmax unroll"], intent) == INTENT_WEIGHT["isa"] - OTHER_OPERATOR_COST
+    assert intent_fit(candidates["gemv (neighbour)"], intent) == INTENT_WEIGHT["isa"] + NEIGHBOUR_OPERATOR
+
+
+def test_neighbouring_operators_count_either_way_round() -> None:
+    # the taxonomy lists elementwise among quantize's neighbours, not quantize among elementwise's
+    conversion = {"isa": "rvv", "operator": "elementwise", "technique": "vectorize"}
+    assert intent_fit(conversion, query_intent("fp16 to fp32 conversion on RVV")) == 1.0 + NEIGHBOUR_OPERATOR
+
+
+def test_a_named_technique_ranks_its_thoughts_first_then_close_techniques() -> None:
+    intent = query_intent("several accumulators for the RVV dot product")
+    candidates = {
+        "accumulators": {"isa": "rvv", "operator": "dot", "technique": "multi_accumulator"},
+        "unrolled (close)": {"isa": "rvv", "operator": "dot", "technique": "unroll"},
+        "prefetch": {"isa": "rvv", "operator": "dot", "technique": "prefetch"},
+    }
+    assert ranked(intent, candidates) == ["accumulators", "unrolled (close)", "prefetch"]
+    fit = {name: intent_fit(c, intent) for name, c in candidates.items()}
+    assert fit["accumulators"] - fit["prefetch"] == pytest.approx(INTENT_WEIGHT["technique"])
+    assert fit["unrolled (close)"] - fit["prefetch"] == pytest.approx(NEIGHBOUR_TECHNIQUE)
+
+
+def test_a_query_naming_nothing_changes_nothing() -> None:
+    assert intent_fit({"isa": "neon", "operator": "dot", "technique": "unroll"}, Intent()) == 0.0
+
+
+def test_a_float_question_demotes_quantized_kernels_as_the_agents_fit_does() -> None:
+    intent = query_intent("sdot on RVV")
+    assert intent.float_data and not query_intent("q4_0 dequantize to f32").float_data
+    float_dot = {"isa": "rvv", "operator": "dot", "technique": "unroll", "title": "sdot unrolled"}
+    iq_dot = {"isa": "rvv", "operator": "dot", "technique": "unroll", "title": "iq1_s lookup table dot"}
+    assert intent_fit(float_dot, intent) - intent_fit(iq_dot, intent) == QUANTIZED_COST
+    assert intent_fit(iq_dot, query_intent("RVV dot")) == intent_fit(float_dot, query_intent("RVV dot"))

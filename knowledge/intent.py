@@ -1,0 +1,259 @@
+"""What a retrieval query asks for, and how well a thought fits it: the ranking rules, in one place.
+
+A kernel engineer's query names (or its target context implies) an ISA, an operator and a technique in the
+engineer's words: "unroll the sgemm micro-kernel with __riscv_vfmacc" -> isa {rvv}, operator {gemm}, technique
+{unroll, register_blocking}. `query_intent` reads them; `intent_fit` turns a thought's labels into a log-scale
+boost (+ for each named field it matches, - for code the asker cannot use or a kernel of another shape).
+`Retriever.search` applies it to every query, so `eok ideas search` and the agent's context rank alike.
+
+The vocabulary is the taxonomy's (knowledge/taxonomy.py), in the words of the RVV 1.0 specification (its
+instruction and intrinsic names), of BLAS and ggml, and of the task suite (evaluator/suite: "histogram" and
+"stream compaction" are `sort` tasks, "im2col" a `copy` task that feeds a convolution).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel
+
+from core.errors import EokError
+from knowledge.fit import quantized
+from knowledge.taxonomy import ISA_FAMILY, OPERATOR_NEIGHBOURS, Isa, Operator, Technique
+
+# Log-scale weights. Each field a query names earns the same for a match. An engineer who names an ISA wants
+# that ISA's code: another ISA's code costs more than a match earns unless it carries an RVV translation of its
+# key code (then, like portable C, it is the right idea without the intrinsics and costs half a match); the
+# same ISA family (xtheadvector for RVV, AVX-512 for AVX2) earns half. An ISA only implied by the target
+# (a K1 search that names no ISA) weighs half as much: the asker did not say, but cannot run other ISAs' code.
+# A kernel of another operator costs as much as a match earns, unless it is a neighbour (its loops share the
+# shape: taxonomy.OPERATOR_NEIGHBOURS), portable advice ("other"), or its technique does not depend on what
+# the loop computes (OPERATOR_GENERIC). A technique close to the one named (TECHNIQUE_NEIGHBOURS: the same
+# lesson seen from another side) earns what a neighbouring operator does. A query about float data (f32,
+# sgemm, single precision) is not answered by a quantized kernel (a block format's lookup tables, int8 dot
+# products: knowledge.fit.quantized, the test the agent's context applies to a float task) and costs as much.
+INTENT_WEIGHT = {"operator": 1.0, "isa": 1.0, "technique": 1.0}
+SAME_FAMILY = 0.5
+PORTABLE_COST = 0.5
+TRANSLATED_COST = 0.5
+OTHER_ISA_COST = 2.0
+IMPLIED_ISA_SCALE = 0.5
+NEIGHBOUR_OPERATOR = 0.4
+NEIGHBOUR_TECHNIQUE = 0.4
+QUANTIZED_COST = 1.0
+OTHER_OPERATOR_COST = 1.0
+OPERATOR_GENERIC = frozenset({Technique.TAIL_HANDLING, Technique.ALIGNMENT, Technique.THREADING, Technique.PREFETCH})
+_T = Technique
+_CLOSE_TECHNIQUES = (
+    (_T.MULTI_ACCUMULATOR, _T.UNROLL),  # unrolling a reduction is what gives it several accumulators
+    (_T.MULTI_ACCUMULATOR, _T.REDUCTION),  # accumulate in vectors, reduce once after the loop
+    (_T.PACKING, _T.MEMORY_ACCESS),  # both decide the order the kernel reads memory in
+    (_T.PACKING, _T.REGISTER_BLOCKING),  # a GEMM packs panels for its register blocks
+    (_T.MEMORY_ACCESS, _T.PREFETCH),
+    (_T.VECTOR_LENGTH, _T.VECTORIZE),  # LMUL and vl are choices made while vectorising
+    (_T.VECTOR_LENGTH, _T.TAIL_HANDLING),  # on RVV the tail is a shorter vl
+)
+TECHNIQUE_NEIGHBOURS: dict[str, frozenset[str]] = {
+    t.value: frozenset(b.value if a == t else a.value for a, b in _CLOSE_TECHNIQUES if t in (a, b)) for t in Technique
+}
+
+# RVV 1.0: its names in prose, the cores and chips that implement it here, its vtype words (LMUL, VLEN,
+# e32m4, vfloat32m1_t, Zv* extensions), its intrinsics (__riscv_...), and its instruction names, bare
+# (vfredusum, vle32.v) or in the intrinsic form without the prefix (vfmacc_vv_f32m1). NEON's own names
+# (vmulq_f32, vcvtq_f32_s32) are left out: they end in q or an element type, never in an RVV operand form.
+_RVV_MNEMONIC = (
+    r"vsetvli?|vsetivli|v[ls]e(?:8|16|32|64)(?:ff)?|v[ls]se(?:8|16|32|64)?|v[ls]seg\d\w*|v[ls][uo]xei\d+|"
+    r"vf?w?red\w+|vf?w?n?macc(?:u|su|us)?|vf?n?msac|vf?w?mul(?:su|hu?|hsu)?|vf[wn]?cvt\w*|vn(?:srl|sra|clipu?)|"
+    r"vrgather\w*|vcompress|vslide\w+|vf?merge|vf?mv|vcpop|vfirst|viota|vid|vms[bio]f|vsext|vzext|vfsqrt|"
+    r"vfrec7|vfrsqrt7|vmfeq|vmflt|vmfle|vmfgt"
+)
+_RVV_WORDS = (
+    r"\brvv\b|risc-?v|\brv64\w*|\bzv[a-z0-9]+|\bzfh(?:min)?\b|\bvlen\b|\blmul\b|"
+    r"\bk[13]\b|\bx60\b|\bx100\b|\ba100\b|spacemit|"
+    r"__riscv_v\w+|\bv(?:float|u?int|bool)\d+(?:mf?\d)?(?:x\d)?_t\b|\be(?:8|16|32|64)mf?\d\b|"
+    rf"\b(?:{_RVV_MNEMONIC})(?:\b|[._]v[vxfswim]{{0,2}}\b|_v[vxfswim]{{0,2}}_\w+)"
+)
+_ISA_WORDS: dict[Isa, str] = {
+    Isa.XTHEADVECTOR: r"xthead|thead|\b0\.7(\.1)?\b|\bc9[0-2]\d\b",
+    Isa.RVV: _RVV_WORDS,
+    Isa.NEON: r"\bneon\b|aarch64|\barm(?:64|v[89]\w*)?\b|\bv[a-z]+[0-9]?q?_(?:[fsup](?:8|16|32|64)|bf16)(?:\b|_)",
+    Isa.SVE: r"\bsve2?\b|\bsv[a-z]+\d*_\w+",
+    Isa.AVX512: r"avx-?512|_mm512_",
+    Isa.AVX2: r"\bavx2\b|_mm256_|\bfma3\b",
+    Isa.AVX: r"\bavx\b",
+    Isa.SSE: r"\bsse\d?\b|\bx86\b|\b_mm_",
+}
+# Operators, in the words their queries use. A word may name two (im2col: the copy that feeds a convolution).
+_OPERATOR_WORDS: dict[Operator, str] = {
+    # a ggml block format (q4_0, q8_K, iq2_xs) names quantized data, whose kernels are dots and (de)quantization
+    Operator.QUANT_DOT: r"vec_dot|\b[it]?q\d_[0-9k]\w*\b|quanti[sz]ed (?:dot|mat|gemm|gemv|weights?)|"
+    r"int8 (?:dot|mat|gemm|gemv)|\bmatmulnbits\b|\b[48]-?bit weights?",
+    Operator.QUANTIZE: r"quanti[sz]|dequant|\b[it]?q\d_[0-9k]\b|\b(?:fp|f|bf)16\b|half-precision|binary16|"
+    r"conver(?:t|sion)|\bcast\b|vfn?w?cvt",
+    Operator.TRSM: r"\btrsm\b|triangular solve",
+    Operator.GEMV: r"gemv|\bger\b|symv|trmv|matrix[- ]vector|mat-?vec",
+    Operator.GEMM: r"gemm|matmul|mat_mul|matrix[- ](?:matrix|multipl|product)|micro-?kernel|\btrmm\b",
+    Operator.DOT: r"\b[sd]?dot\b|dot[- ]product|inner product|vec_dot",
+    Operator.AXPY: r"axpb?y",
+    Operator.NRM2: r"nrm2|euclidean norm|\b2-norm\b|vector norm",
+    Operator.SOFTMAX: r"softmax",
+    Operator.NORM: r"(?:rms|layer|batch|group|instance)[ _-]?norm|normali[sz]ation",
+    Operator.CONV: r"\bconv(?!er)|im2col|winograd|depthwise|pointwise|1x1|3x3",
+    Operator.POOL: r"(?<!thread )\bpool|pooling",
+    Operator.ACTIVATION: r"gelu|silu|swish|relu|sigmoid|logistic|tanh|hardswish|activation|exponential|"
+    r"\bexpf?\b|\berff?\b|\blogf?\b",
+    Operator.ATTENTION: r"attention|\bsdpa\b|kv[- ]cache|\bwkv\b|rwkv",
+    Operator.ROPE: r"\brope\b|rotary",
+    Operator.RESIZE: r"resiz|upsampl|bilinear|interpolat",
+    Operator.TRANSPOSE: r"transpos",
+    Operator.SCAN: r"prefix[- ]sum|\bscan\b|cumsum|cumulative",
+    Operator.SORT: r"\bsort|merge sorted|\bmerg(?:e|ing) two|histogram|compaction|\bnms\b|non-max|\btop-?k\b",
+    Operator.COPY: r"memcpy|memset|im2col|\bcopy",
+    # "reduce once" and "reduction" are techniques; the reduce operator is a sum, max or min of a vector
+    Operator.REDUCE: r"\bi?s?amax\b|\bi?s?amin\b|\b[sd]?asum\b|\bsum of\b|\breduce[_ ](?:sum|max|min)|"
+    r"\bargmax\b|\bargmin\b|\bmaximum of\b|\bhorizontal (?:sum|max)|\b(?:sum|max|min)[- ]reduction\b",
+    Operator.ELEMENTWISE: r"\b[sd]?scal\b|element-?wise|\bpointwise add|\bbox decode|\byolo",
+}
+_TECHNIQUE_WORDS: dict[Technique, str] = {
+    Technique.PREFETCH: r"prefetch|zicbop",
+    Technique.UNROLL: r"unroll",
+    Technique.MULTI_ACCUMULATOR: r"accumulators|partial sums|independent (?:chains|sums)|fma latency",
+    Technique.VECTOR_LENGTH: r"\blmul\b|register group|\bm[248]\b|\be(?:8|16|32|64)m[1248]\b|vector length",
+    Technique.TAIL_HANDLING: r"\btails?\b|epilogue|remainder|leftover",
+    Technique.PACKING: r"packing|\bpack(?:ed)? (?:a|b|panel)|\bpack\b|data layout|re-?layout",
+    Technique.REGISTER_BLOCKING: r"blocking|tiling|\btiles?\b|micro-?kernel",
+    Technique.WIDENING: r"widening|vf?wmacc|vf?wmul|vwredsum",
+    Technique.REDUCTION: r"reduce once|horizontal|vf?redu?o?sum|vredsum|reduction",
+    Technique.MEMORY_ACCESS: r"strided|unit-?stride|\bvlse|gather|segment(?:ed)? load|vlseg|cache lines?",
+    Technique.APPROXIMATION: r"polynomial|approximat|lookup table|\blut\b",
+    Technique.THREADING: r"thread|multi-?core|openmp|paralleli[sz]",
+    Technique.FUSION: r"\bfus(?:e|ed|ion)\b|single pass|one pass",
+    Technique.ALIGNMENT: r"\balign(?:ed|ment)?\b|misalign|unaligned",
+}
+
+
+# Float data named: element types, precisions, and BLAS's s/d routine names.
+_FLOAT_DATA = re.compile(
+    r"\bf(?:p)?(?:16|32|64)\b|\bfloats?\b|\b(?:single|double|half)[- ]precision|"
+    r"\b[sd](?:gemm|gemv|dot|axpy|scal|nrm2|asum|ger|symv|trsm|amax)\w*",
+    re.IGNORECASE,
+)
+
+
+def _compiled(words: dict[Any, str]) -> list[tuple[Any, re.Pattern[str]]]:
+    return [(value, re.compile(rx, re.IGNORECASE)) for value, rx in words.items()]
+
+
+_QUERY_ISA = _compiled(_ISA_WORDS)
+_QUERY_OPERATOR = _compiled(_OPERATOR_WORDS)
+_QUERY_TECHNIQUE = _compiled(_TECHNIQUE_WORDS)
+
+
+class Intent(BaseModel):
+    """What a query names explicitly: "unroll sgemm on RVV" -> isa {rvv}, operator {gemm}, technique {unroll}.
+    `implied_isa` is the target's vector ISA when the query names none (a K1 search: rvv)."""
+
+    isa: set[str] = set()
+    operator: set[str] = set()
+    technique: set[str] = set()
+    implied_isa: str | None = None
+    float_data: bool = False  # names float data and no quantized data
+
+    @property
+    def isas(self) -> set[str]:
+        """The ISAs the asker wants code for: those named, else the target's."""
+        return self.isa or ({self.implied_isa} if self.implied_isa else set())
+
+
+def query_intent(query: str, target_isa: str | None = None) -> Intent:
+    isas = {str(isa) for isa, rx in _QUERY_ISA if rx.search(query)}
+    if str(Isa.XTHEADVECTOR) in isas:
+        isas.add(str(Isa.RVV))  # a 0.7.1 port starts from RVV code
+    return Intent(
+        isa=isas,
+        operator={str(op) for op, rx in _QUERY_OPERATOR if rx.search(query)},
+        technique={str(t) for t, rx in _QUERY_TECHNIQUE if rx.search(query)},
+        implied_isa=None if isas else target_isa,
+        float_data=bool(_FLOAT_DATA.search(query)) and not quantized({"title": query}),
+    )
+
+
+@cache
+def target_vector_isa(target_key: str | None) -> str | None:
+    """The vector ISA a target runs (rvv for the K1 and K3 cores), None for the host or an unknown key."""
+    if not target_key:
+        return None
+    from evaluator.targets import load_target  # the target files only: evaluator/targets.py needs nothing else
+
+    try:
+        target = load_target(target_key)
+    except EokError:
+        return None  # a target filter names experiences; an unknown one implies no ISA
+    return str(Isa.RVV) if target.is_riscv and target.vlen else None
+
+
+def intent_fit(thought: Mapping[str, Any], intent: Intent) -> float:
+    """Log-scale fit of a thought (its isa, operator, technique, rvv_equivalents) to a query's intent."""
+    fit = isa_fit(thought, intent) + operator_fit(thought, intent) + technique_fit(thought, intent)
+    return fit - QUANTIZED_COST if intent.float_data and quantized(thought) else fit
+
+
+def isa_fit(thought: Mapping[str, Any], intent: Intent) -> float:
+    wanted = intent.isas
+    if not wanted:
+        return 0.0
+    scale = 1.0 if intent.isa else IMPLIED_ISA_SCALE
+    isa = thought.get("isa") or str(Isa.GENERIC)
+    if isa in wanted:
+        return scale * INTENT_WEIGHT["isa"]
+    if isa == Isa.GENERIC:
+        return -scale * PORTABLE_COST
+    if _family(isa) in {_family(w) for w in wanted}:
+        return scale * SAME_FAMILY
+    if str(Isa.RVV) in wanted and thought.get("rvv_equivalents"):
+        return -scale * TRANSLATED_COST
+    return -scale * OTHER_ISA_COST
+
+
+def operator_fit(thought: Mapping[str, Any], intent: Intent) -> float:
+    op = thought.get("operator") or str(Operator.OTHER)
+    if not intent.operator or op == Operator.OTHER:
+        return 0.0
+    if op in intent.operator:
+        return INTENT_WEIGHT["operator"]
+    if _neighbour(op, intent.operator):
+        return NEIGHBOUR_OPERATOR
+    if thought.get("technique") in OPERATOR_GENERIC:
+        return 0.0
+    return -OTHER_OPERATOR_COST
+
+
+def technique_fit(thought: Mapping[str, Any], intent: Intent) -> float:
+    technique = thought.get("technique") or ""
+    if technique in intent.technique:
+        return INTENT_WEIGHT["technique"]
+    if TECHNIQUE_NEIGHBOURS.get(technique, frozenset()) & intent.technique:
+        return NEIGHBOUR_TECHNIQUE
+    return 0.0
+
+
+def _family(isa: str) -> str:
+    try:
+        return ISA_FAMILY[Isa(isa)]
+    except ValueError:
+        return isa
+
+
+def _neighbour(op: str, named: set[str]) -> bool:
+    """Either way round: a conversion (`elementwise`) answers part of a `quantize` question although the
+    taxonomy lists only quantize's neighbours, and the intent rankers search a named operator's neighbours."""
+    try:
+        mine = OPERATOR_NEIGHBOURS.get(Operator(op), frozenset())
+    except ValueError:
+        return False
+    return any(n.value in named for n in mine) or any(
+        Operator(op) in OPERATOR_NEIGHBOURS.get(Operator(n), frozenset()) for n in named
+    )
