@@ -17,6 +17,7 @@ from typing import Literal
 from agent.offline import families as _families  # noqa: F401  (registers every family module)
 from agent.offline.base import REGISTRY, Family, Knob, KnobValue, Proposal, ThoughtRef, Variant
 from agent.offline.generic import GenericFamily
+from agent.offline.loop_rewrite import LoopRewriteFamily
 from evaluator.targets import TargetProfile
 from evaluator.tasks import KernelTask
 from knowledge.taxonomy import Technique
@@ -95,6 +96,10 @@ class OfflineGenerator:
         applicable = [f for f in found if target.is_riscv and f.applies(task)]
         # A family may rank itself (higher first) when two claim the same task; registry order breaks ties.
         applicable.sort(key=lambda f: -int(getattr(f, "priority", 0)))
+        # A task no family claims: an RVV rewrite of its own hot loop, when the loop has a shape it knows.
+        rewrite = LoopRewriteFamily()
+        if target.is_riscv and not applicable and rewrite.applies(task):
+            applicable = [rewrite]
         generic = GenericFamily()
         self.spaces = [self._space(f) for f in [*applicable, generic]]
         self.generic = self.spaces[-1]
