@@ -89,7 +89,7 @@ class LoopRewriteFamily:
             knobs += [
                 # One accumulator waits on the previous strip's add (vfadd latency 5 on the X60): two hide it.
                 Knob(name="accumulators", values=[1, 2, 4], technique=Technique.MULTI_ACCUMULATOR, default=2),
-                Knob(name="reduce", values=["after", "inloop"], technique=Technique.REDUCTION, default="after"),
+                Knob(name="reduce_at", values=["after", "inloop"], technique=Technique.REDUCTION, default="after"),
             ]
         if shape.kind == "widening" and shape.wide_type == "int8_t":
             knobs.append(Knob(name="widen", values=["wadd", "wmacc"], technique=Technique.WIDENING, default="wadd"))
@@ -102,7 +102,7 @@ class LoopRewriteFamily:
         if shape.kind == "widening":  # accumulators at 4x (int8) or 2x (int16) the loads' LMUL
             grow = 4 if shape.wide_type == "int8_t" else 2
             return lmul * grow <= 8 and (acc * grow + 2 + grow // 2) * lmul <= VECTOR_REGISTERS
-        if knobs.get("widen") == "wmacc" and knobs.get("reduce") == "inloop":
+        if knobs.get("widen") == "wmacc" and knobs.get("reduce_at") == "inloop":
             return False  # an in-loop widening sum has no 32-bit accumulator to vwmacc into: same code as wadd
         live = len(shape.loads) + (acc if shape.kind == "reduction" else 1) + 1
         return live * lmul <= VECTOR_REGISTERS
@@ -115,7 +115,7 @@ class LoopRewriteFamily:
         values = {k.name: knobs.get(k.name, k.default) for k in kn}
         values = {k.name: values[k.name] if values[k.name] in k.values else k.default for k in kn}
         code = _Emitter(task, shape, int(values["lmul"]), int(values.get("accumulators", 1)),
-                        str(values.get("reduce", "after")), str(values.get("widen", "wadd"))).source()  # fmt: skip
+                        str(values.get("reduce_at", "after")), str(values.get("widen", "wadd"))).source()  # fmt: skip
         what = f"RVV rewrite of the {shape.kind} loop"
         return Variant(
             family=self.name,
