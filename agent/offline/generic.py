@@ -328,13 +328,15 @@ def _restrict_edits(params: list[Token]) -> list[tuple[int, str]]:
     return edits
 
 
-def insert_prefetch(code: str, distance_bytes: int, pointers: set[str]) -> str:
+def insert_prefetch(code: str, distance_bytes: int, pointers: set[str], sizes: dict[str, int] | None = None) -> str:
     """Strip-mine canonical innermost loops into blocks with prefetches `distance_bytes` ahead.
 
     `for (T i = A; i < B; i++) S` becomes a loop over blocks of PREFETCH_BLOCK iterations that first
     prefetches PREFETCH_LINES cache lines of each stream at `&p[subscript at block start] + distance`
     and then runs S over the block. A prefetch inside the loop body would stop the vectorizer (clang-22
     reports "loop not vectorized" for a body with __builtin_prefetch); the block loop stays vectorizable.
+    With `sizes`, a loop whose visible trip count is one block or less is left alone: there is nothing
+    ahead to fetch (fir5's 5-tap loop strip-mined this way ran 17x slower).
     """
     if distance_bytes <= 0:
         return code
@@ -343,6 +345,9 @@ def insert_prefetch(code: str, distance_bytes: int, pointers: set[str]) -> str:
     for n, loop in enumerate(find_loops(toks)):
         header = _canonical_header(toks, loop)
         if not loop.innermost or header is None:
+            continue
+        trip = visible_trip(toks, loop, sizes) if sizes is not None else None
+        if trip is not None and trip[0] <= PREFETCH_BLOCK:
             continue
         ctype, var, init, bound = header
         exprs = _streams(code, toks, loop, pointers)
@@ -468,7 +473,8 @@ class GenericFamily:
             # modeled X60, up to 2.6x on scalar loops (prefix_scan); scripts/bench_offline_space.py
             Knob(name="unroll", values=unrolls, technique=Technique.UNROLL, default=min(4, max(unrolls))),
             Knob(name="fp_contract", values=["on", "fast"], technique=Technique.FUSION, default="on"),
-            Knob(name="prefetch", values=[0, 128, 256, 512], technique=Technique.PREFETCH, default=0),
+            Knob(name="prefetch", values=[0, 128, 256, 512] if _prefetchable(task) else [0],
+                 technique=Technique.PREFETCH, default=0),
         ]  # fmt: skip
 
     def render(self, task: KernelTask, target: TargetProfile, knobs: dict[str, KnobValue]) -> Variant:
@@ -477,7 +483,7 @@ class GenericFamily:
         if k["restrict"]:
             code = add_restrict(code, task.function_name)
         if int(k["prefetch"]):
-            code = insert_prefetch(code, int(k["prefetch"]), pointer_names(code, task))
+            code = insert_prefetch(code, int(k["prefetch"]), pointer_names(code, task), size_maxima(task))
         hints = []
         if k["vectorize"] != "auto":
             hints.append("vectorize(enable)")
@@ -538,6 +544,15 @@ def _widest_count(task: KernelTask) -> int:
         return 8
     widths = [8 if t is None else (0 if t[1] and t[0] <= FULL_UNROLL_TRIP else t[0]) for t in trips]
     return max(widths, default=0)
+
+
+def _prefetchable(task: KernelTask) -> bool:
+    """Whether any loop of the reference takes prefetches (one that runs longer than a block)."""
+    code = task.reference_code
+    try:
+        return insert_prefetch(code, 128, pointer_names(code, task), size_maxima(task)) != code
+    except CParseError:
+        return False
 
 
 def _describe(k: dict[str, KnobValue]) -> str:

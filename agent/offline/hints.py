@@ -68,7 +68,9 @@ def _structure(code: str) -> dict[str, KnobValue]:
     elif _call("vwadd_wv", r"_i32m\d", code) and _call("vwmul", r"_i16m\d", code):
         found["widen"] = "wadd"
     narrow = [int(m) for m in re.findall(r"(?<![A-Za-z0-9])(?:__riscv_)?vle8_v_i8m([1248])", code)]
-    if found.get("widen") and narrow:  # a widening kernel's LMUL is its int8 loads' (the rewrite's knob)
+    if narrow and _call(
+        "vw", r"_i(?:16|32)m\d", code
+    ):  # a widening kernel's LMUL is its int8 loads' (the rewrite's knob)
         found["lmul"] = max(set(narrow), key=narrow.count)
     return found
 

@@ -160,6 +160,7 @@ class _Reader:
         if op == "+=":
             expr = Node("bin", "+", (Node("load", out, (Node("num", "0"),), True), expr), True)
         ctype = self._one_type(expr, out)
+        _no_carried_dependence(expr, out)
         return LoopShape("map", ctype, "", "", "", expr, out=out, loads=_loads(expr))
 
     def _store_target(self, lhs: list[str]) -> str:
@@ -238,6 +239,7 @@ class _Reader:
         if op != "=" or rhs != [name]:
             raise NoShape(f"the loop stores `{' '.join(rhs)}`, not {name}")
         self._one_type(term, out, ctype)
+        _no_carried_dependence(term, out)
         return LoopShape("stencil", ctype, "", "", "", term, out=out, acc=name, acc_type=ctype, init=init,
                          tap=tap, taps=taps, loads=_loads(term))  # fmt: skip
 
@@ -380,6 +382,18 @@ class _Expr:
                 raise NoShape(f"{tok}() with {len(args)} arguments")
             return _combine("call", CALLS[tok], tuple(args))
         return Node("scalar", tok, (), tok == self.r.index)
+
+
+def _no_carried_dependence(expr: Node, out: str) -> None:
+    """A strip may read only the elements of the output it writes itself (`out[i] += ...`), else a strip
+    would read what an earlier iteration of the scalar loop wrote (a scan, `y[i] = y[i - 1] + x[i]`)."""
+    for node in _walk(expr):
+        if node.kind == "load" and node.text == out and node.args[0] != Node("num", "0"):
+            raise NoShape(f"the loop reads {out} at another index than it writes (a dependence across iterations)")
+
+
+def _walk(node: Node) -> list[Node]:
+    return [node, *(n for a in node.args for n in _walk(a))]
 
 
 def _combine(kind: str, text: str, args: tuple[Node, ...]) -> Node:
