@@ -89,7 +89,7 @@ class _Reader:
         self.task, self.toks = task, toks
         self.ptypes = {p.name: p.ctype for p in task.params if p.pointer}
         self.scalars = {p.name: p.ctype for p in task.params if not p.pointer}
-        self.locals: dict[str, str] = {}
+        self.index = ""  # the loop's index variable, once the loop is found
 
     def shape(self, span: tuple[int, int]) -> LoopShape:
         stmts = self._statements(*span)
@@ -98,13 +98,13 @@ class _Reader:
             raise NoShape(f"{len(loops)} top-level loops in the function (one is needed)")
         before = stmts[: stmts.index(loops[0])]
         after = stmts[stmts.index(loops[0]) + 1 :]
-        acc = self._accumulator(before)
         loop = next(lp for lp in find_loops(self.toks) if lp.keyword == loops[0][0])
         header = _canonical_header(self.toks, loop)
         if header is None:
             raise NoShape("the loop is not `for (int i = a; i < b; i++)`")
         _, var, start, bound = header
         self.index = var
+        acc = self._accumulator(before)
         inner = self._statements(loop.body_first, loop.body_last)
         if inner and self.toks[inner[0][0]].text == "{":
             inner = self._statements(inner[0][0] + 1, inner[0][1] - 1)
