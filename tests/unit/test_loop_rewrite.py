@@ -7,6 +7,7 @@ tests/integration/test_loop_rewrite_eval.py.
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 import subprocess
@@ -192,3 +193,18 @@ def test_every_suite_reference_reads_as_a_shape_or_a_reason() -> None:
     found = {t.name: why_not(t) for t in list_tasks()}
     assert all(isinstance(w, str) and w for n, w in found.items() if n not in {"saxpy", "sdot", "sscal", "reduce_max"})
     assert {n for n, w in found.items() if w is None} == {"saxpy", "sdot", "sscal", "reduce_max"}
+
+
+def test_the_lineage_credits_a_thought_whose_code_set_the_start_and_no_other() -> None:
+    from agent.report import _shaped
+
+    def step(variant: dict, parent: dict) -> dict:
+        return {"generator": "offline", "variant": json.dumps(variant), "parent": json.dumps(parent),
+                "task": "sdot", "target": "k1-x60"}  # fmt: skip
+
+    knobs = {"lmul": 4, "accumulators": 2, "unroll": 1, "reduce": "tree"}
+    shaped = {"family": "rvv_reduction", "knobs": knobs, "from_code": {"lmul": 4}}
+    assert _shaped(step(shaped, {}), "reduction")  # its code set LMUL 4: credited whatever the technique
+    same = {"family": "rvv_reduction", "knobs": knobs}
+    moved = {"family": "rvv_reduction", "knobs": knobs | {"lmul": 2}}
+    assert not _shaped(step(same, moved), "prefetch")  # the knob that moved (lmul) does not serve prefetch
