@@ -1,8 +1,8 @@
 """The offline RVV rewrite of each loop shape passes the evaluator on real clang-22 and qemu k1-x60.
 
-One small task per shape (map, reduction, widening reduction, stencil), the rewrite at its default knobs,
-checked at every size of the task (tails included: 1, 7, 100 and 1001 elements); correctness only, two
-evaluations at a time in one module fixture.
+One small task per shape (map, reduction, widening reduction, stencil of 5 taps and of t taps), the rewrite
+at its default knobs, checked at every size of the task (tails included: 1, 7, 100 and 1001 elements);
+correctness only, two evaluations at a time in one module fixture.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from tests.support.loop_tasks import example, shape_task
 pytestmark = pytest.mark.qemu
 
 TARGET = load_target("k1-x60")
-CASES = {"map": "map_i8", "reduction": "l1_dist", "widening": "i8dot", "stencil": "fir5"}
+CASES = {"map": "map_i8", "reduction": "l1_dist", "widening": "i8dot", "stencil": "fir5", "taps": "fir_taps"}
 
 
 @pytest.fixture(scope="module")

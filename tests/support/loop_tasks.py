@@ -8,6 +8,7 @@ from evaluator.tasks import KernelTask, load_task
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 SIZES = "[{ n = 1 }, { n = 7 }, { n = 100 }, { n = 1001, bench = true }]"
+SIZES_TAPS = "[{ n = 1, t = 1 }, { n = 7, t = 3 }, { n = 100, t = 9 }, { n = 1001, t = 5, bench = true }]"
 
 # name -> (signature, reference body, [args] tables, tolerance)
 SHAPES: dict[str, tuple[str, str, str, str]] = {
@@ -38,6 +39,14 @@ SHAPES: dict[str, tuple[str, str, str, str]] = {
         '[args.y]\nkind = "in"\ncount = "n"\ngen = "int"\nrange = [-3000, 3000]\n',
         "{ rtol = 0.0, atol = 0.0 }",
     ),
+    "fir_taps": (  # a stencil whose tap count is a size parameter
+        "void fir_taps(int n, int t, const float *x, const float *c, float *y)",
+        "for (int i = 0; i < n; i++) {\n    float s = 0.0f;\n    for (int k = 0; k < t; k++) s += c[k] * x[i + k];\n"
+        "    y[i] = s;\n  }",
+        '[args.x]\nkind = "in"\ncount = "n + t"\n[args.c]\nkind = "in"\ncount = "t"\n'
+        '[args.y]\nkind = "out"\ncount = "n"\n',
+        "{ rtol = 1e-5, atol = 1e-6 }",
+    ),
 }
 
 
@@ -49,7 +58,7 @@ def write_task(root: Path, name: str, signature: str, body: str, args: str, tole
     (d / "task.toml").write_text(
         f'name = "{name}"\ncategory = "general"\noperator = "other"\ndtype = "mixed"\n'
         f'description = "a {name} loop"\nsignature = "{signature}"\ntolerance = {tolerance}\n'
-        f"sizes = {SIZES}\n\n{args}"
+        f"sizes = {SIZES_TAPS if ' int t,' in signature else SIZES}\n\n{args}"
     )
     return load_task(d)
 

@@ -43,11 +43,13 @@ def _task(tasks: dict, body: str, signature: str = "float f(int n, const float *
 
 
 def test_each_shape_is_read_from_the_reference(tasks: dict) -> None:
-    kinds = {name: classify(tasks[name]) for name in ("map_i8", "l1_dist", "max_i32", "i16dot", "fir5", "i8dot")}
+    names = ("map_i8", "l1_dist", "max_i32", "i16dot", "fir5", "fir_taps", "i8dot")
+    kinds = {name: classify(tasks[name]) for name in names}
     assert {n: s.kind for n, s in kinds.items()} == {
         "map_i8": "map", "l1_dist": "reduction", "max_i32": "reduction", "i16dot": "widening",
-        "fir5": "stencil", "i8dot": "widening",
+        "fir5": "stencil", "fir_taps": "stencil", "i8dot": "widening",
     }  # fmt: skip
+    assert kinds["fir_taps"].taps == "t"
     assert kinds["max_i32"].op == "max" and kinds["l1_dist"].op == "add"
     assert kinds["i8dot"].wide_type == "int8_t" and kinds["i16dot"].wide_type == "int16_t"
     assert (kinds["fir5"].tap, kinds["fir5"].taps, kinds["fir5"].loads) == ("k", "5", ["x"])
@@ -93,7 +95,7 @@ def _syntax(code: str, tmp_path: Path) -> str:
     return "" if res.returncode == 0 else res.stderr
 
 
-@pytest.mark.parametrize("name", ["map_i8", "l1_dist", "max_i32", "i16dot", "fir5", "i8dot"])
+@pytest.mark.parametrize("name", ["map_i8", "l1_dist", "max_i32", "i16dot", "fir5", "fir_taps", "i8dot"])
 def test_the_rewrite_compiles_plain_default_and_widest(tasks: dict, name: str, tmp_path: Path) -> None:
     gen = OfflineGenerator(tasks[name], TARGET)
     assert gen.families()[0] == "rvv_loop"
