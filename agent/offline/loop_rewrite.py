@@ -32,19 +32,12 @@ VECTOR_REGISTERS = 32
 SEW = {"f32": 32, "i32": 32, "i16": 16, "i8": 8, "u8": 8}
 
 
+_SHAPES: dict[tuple[str, str, str, float, float], LoopShape | str] = {}
+
+
 def _shape(task: KernelTask) -> LoopShape | str:
-    """The task's loop shape, or why it has none (read once per reference and tolerance)."""
-    return _read_shape(task, _key(task))
-
-
-def _key(task: KernelTask) -> tuple[str, str, float, float]:
-    return task.function_name, task.reference_code, task.tolerance.rtol, task.tolerance.atol
-
-
-_SHAPES: dict[tuple[str, str, float, float], LoopShape | str] = {}
-
-
-def _read_shape(task: KernelTask, key: tuple[str, str, float, float]) -> LoopShape | str:
+    """The task's loop shape, or why it has none (read once per reference, signature and tolerance)."""
+    key = (task.function_name, task.signature, task.reference_code, task.tolerance.rtol, task.tolerance.atol)
     if key not in _SHAPES:
         _SHAPES[key] = _classify(task)
     return _SHAPES[key]
@@ -175,16 +168,16 @@ class _Emitter:
                 raise NoShape(f"a cast to {node.text} in a {self.s.ctype} loop")
             return self.vec(node.args[0], i, vl)
         if node.kind == "neg":
-            return f"__riscv_v{'f' if self.float else ''}neg_v_{self.sfx()}({self.vec(node.args[0], i, vl)}, {vl})"
+            return f"__riscv_v{'f' if self.is_float else ''}neg_v_{self.sfx()}({self.vec(node.args[0], i, vl)}, {vl})"
         if node.kind == "call":
             return self.call(node, i, vl)
         return self.binary(node, i, vl)
 
     def splat(self, lmul: int | None = None) -> str:
-        return f"__riscv_v{'f' if self.float else ''}mv_v_{'f' if self.float else 'x'}_{self.sfx(lmul=lmul)}"
+        return f"__riscv_v{'f' if self.is_float else ''}mv_v_{'f' if self.is_float else 'x'}_{self.sfx(lmul=lmul)}"
 
     @property
-    def float(self) -> bool:
+    def is_float(self) -> bool:
         return self.et == "f32"
 
     def scalar(self, node: Node) -> str:
@@ -195,7 +188,7 @@ class _Emitter:
         unsigned = self.et[0] == "u"
         ints = {"+": "add", "-": "sub", "*": "mul", "max": "maxu" if unsigned else "max",
                 "min": "minu" if unsigned else "min"}  # fmt: skip
-        if self.float:
+        if self.is_float:
             return {"+": "fadd", "-": "fsub", "*": "fmul", "/": "fdiv", "max": "fmax", "min": "fmin"}[name]
         if name not in ints:
             raise NoShape(f"integer `{name}` is not rewritten (division by zero and rounding differ)")
@@ -213,17 +206,17 @@ class _Emitter:
         if a.vector and b.vector:
             return f"__riscv_v{self.op(name)}_vv_{self.sfx()}({self.vec(a, i, vl)}, {self.vec(b, i, vl)}, {vl})"
         v, s = (a, b) if a.vector else (b, a)
-        form = "vf" if self.float else "vx"
+        form = "vf" if self.is_float else "vx"
         if name in ("-", "/") and not a.vector:  # scalar - vector, scalar / vector: the reversed forms
             name = {"-": "rsub", "/": "rdiv"}[name]
-            op = ("f" if self.float else "") + name
+            op = ("f" if self.is_float else "") + name
         else:
             op = self.op(name)
         return f"__riscv_v{op}_{form}_{self.sfx()}({self.vec(v, i, vl)}, {self.scalar(s)}, {vl})"
 
     def fma(self, node: Node, i: str, vl: str) -> str | None:
         """`c + a*b` as one multiply-accumulate where the tolerance allows (ints: always exact)."""
-        if node.text != "+" or not (self.fuse or not self.float):
+        if node.text != "+" or not (self.fuse or not self.is_float):
             return None
         for add, mul in (node.args, node.args[::-1]):
             if mul.kind == "bin" and mul.text == "*" and mul.vector and add.vector:
@@ -232,16 +225,16 @@ class _Emitter:
 
     def macc(self, acc: str, mul: Node, i: str, vl: str, tu: str = "") -> str:
         a, b = mul.args
-        name = "fmacc" if self.float else "macc"
+        name = "fmacc" if self.is_float else "macc"
         if a.vector and b.vector:
             return f"__riscv_v{name}_vv_{self.sfx()}{tu}({acc}, {self.vec(a, i, vl)}, {self.vec(b, i, vl)}, {vl})"
         v, s = (a, b) if a.vector else (b, a)
-        form = "vf" if self.float else "vx"
+        form = "vf" if self.is_float else "vx"
         return f"__riscv_v{name}_{form}_{self.sfx()}{tu}({acc}, {self.scalar(s)}, {self.vec(v, i, vl)}, {vl})"
 
     def call(self, node: Node, i: str, vl: str) -> str:
         if node.text == "abs":
-            if not self.float:
+            if not self.is_float:
                 raise NoShape("integer abs is not rewritten")
             return f"__riscv_vfabs_v_{self.sfx()}({self.vec(node.args[0], i, vl)}, {vl})"
         return self.apply(node.text, node.args[0], node.args[1], i, vl)
@@ -291,7 +284,7 @@ class _Emitter:
         )
 
     def tap_step(self, acc: str, term: Node) -> str:
-        if term.kind == "bin" and term.text == "*" and (self.fuse or not self.float):
+        if term.kind == "bin" and term.text == "*" and (self.fuse or not self.is_float):
             return self.macc(acc, term, self.s.index, "vl")
         return f"__riscv_v{self.op('+')}_vv_{self.sfx()}({acc}, {self.vec(term, self.s.index, 'vl')}, vl)"
 
@@ -306,7 +299,7 @@ class _Emitter:
     def identity(self) -> str:
         if self.s.op != "add":
             return self.s.init  # max/min: the first value is its own identity
-        return "0.0f" if self.float else "0"
+        return "0.0f" if self.is_float else "0"
 
     def strips(self, step, tail_step) -> list[str]:
         """The main loop (`accumulators` strips of VLMAX per trip) and the strip-mined tail."""
@@ -319,12 +312,12 @@ class _Emitter:
         return out
 
     def reduction(self) -> str:
-        s, t, f = self.s, self.vtype(), "f" if self.float else ""
-        red_op = {"add": "redusum" if self.float else "redsum", "max": "redmax", "min": "redmin"}[s.op]
+        s, t, f = self.s, self.vtype(), "f" if self.is_float else ""
+        red_op = {"add": "redusum" if self.is_float else "redsum", "max": "redmax", "min": "redmin"}[s.op]
         if s.op != "add" and self.et[0] == "u":
             red_op += "u"
         red = f"__riscv_v{f}{red_op}_vs_{self.sfx()}_{self.sfx(lmul=1)}"
-        splat1 = f"__riscv_v{f}mv_v_{'f' if self.float else 'x'}_{self.sfx(lmul=1)}({self.identity()}, 1)"
+        splat1 = f"__riscv_v{f}mv_v_{'f' if self.is_float else 'x'}_{self.sfx(lmul=1)}({self.identity()}, 1)"
         out = [self.guard(), f"  const size_t vlmax = {self.vlmax()};\n", f"  {self.vtype(lmul=1)} r = {splat1};\n"]
         if self.reduce == "inloop":  # one reduction per strip into r: the scalar loop's shape, kept in vectors
             out += self.strips(lambda j, at: f"r = {red}({self.vec(s.expr, at, 'vlmax')}, r, vlmax);",
@@ -337,7 +330,7 @@ class _Emitter:
             combine = self.op("+" if s.op == "add" else s.op)
             out += [f"  a0 = __riscv_v{combine}_vv_{self.sfx()}(a0, a{j}, vlmax);\n" for j in range(1, self.acc)]
             out.append(f"  r = {red}(a0, r, vlmax);\n")
-        get = f"__riscv_v{f}mv_{'f' if self.float else 'x'}_s_{self.sfx(lmul=1)}_{self.et}(r)"
+        get = f"__riscv_v{f}mv_{'f' if self.is_float else 'x'}_s_{self.sfx(lmul=1)}_{self.et}(r)"
         out.append(f"  {self.finish(f'({s.init}) + {get}' if s.op == 'add' else get)}\n")
         return "".join(out)
 

@@ -142,7 +142,7 @@ class _Reader:
         init = self._expr(t[3:-1])
         if init.vector:
             raise NoShape("the accumulator's first value reads the loop's data")
-        return t[1], t[0], _c(init)
+        return t[1], t[0], scalar_text(init)
 
     def _assignment(self, span: tuple[int, int]) -> tuple[list[str], str, list[str]]:
         t = self._text(span)
@@ -400,19 +400,19 @@ def _combine(kind: str, text: str, args: tuple[Node, ...]) -> Node:
     return Node(kind, text, args, any(a.vector for a in args))
 
 
-def _c(node: Node) -> str:
+def scalar_text(node: Node) -> str:
     """The C text of a scalar expression."""
     if node.kind in ("num", "scalar"):
         return node.text
     if node.kind == "neg":
-        return f"(-{_c(node.args[0])})"
+        return f"(-{scalar_text(node.args[0])})"
     if node.kind == "cast":
-        return f"(({node.text}){_c(node.args[0])})"
+        return f"(({node.text}){scalar_text(node.args[0])})"
     if node.kind == "bin":
-        return f"({_c(node.args[0])} {node.text} {_c(node.args[1])})"
+        return f"({scalar_text(node.args[0])} {node.text} {scalar_text(node.args[1])})"
     if node.kind == "call":
         fn = {"max": "fmaxf", "min": "fminf", "abs": "fabsf"}[node.text]
-        return f"{fn}({', '.join(_c(a) for a in node.args)})"
+        return f"{fn}({', '.join(scalar_text(a) for a in node.args)})"
     raise NoShape(f"{node.kind} in a scalar expression")
 
 
@@ -431,7 +431,3 @@ def _uncast(node: Node) -> Node:
 
 def _is_product_of_loads(node: Node) -> bool:
     return node.kind == "bin" and node.text == "*" and all(a.kind == "load" for a in node.args)
-
-
-scalar_text = _c
-loads_of = _loads
