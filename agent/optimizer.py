@@ -20,6 +20,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agent.context import AgentContext, Direction, PriorExperience, ThoughtCard, gather
 from agent.generation import (
@@ -491,7 +492,7 @@ class Optimizer:
             code=gen.code,
             code_hash=gen.key,
             cflags=gen.cflags,
-            variant=json.dumps({"family": gen.variant.family, "knobs": gen.variant.knobs} if gen.variant else {}),
+            variant=json.dumps(_variant_record(gen.variant)),
             status=status,
             speedup=speedup,
             competent_speedup=result.competent_speedup if result and result.ok else None,
@@ -653,3 +654,10 @@ def _target_path(target: str) -> dict[str, str]:
     """A target given as a TOML path (e.g. written by `eok calibrate`) is reloaded from that file when the run
     executes or resumes: its key alone would name the built-in target and its figures."""
     return {"target_path": str(Path(target).resolve())} if target.endswith(".toml") else {}
+
+
+def _variant_record(v: Variant | None) -> dict[str, Any]:
+    """What the graph keeps of an offline variant: family and knobs, and the knobs a thought's code set."""
+    if v is None:
+        return {}
+    return {"family": v.family, "knobs": v.knobs} | ({"from_code": v.from_code} if v.from_code else {})

@@ -93,9 +93,10 @@ def lineage(store: GraphStore, best_id: str) -> list[dict[str, Any]]:
     had the thought in its prompt, or the offline generator turned a knob that serves the thought's
     technique. A step whose change came from a fallback move credits no thought."""
     rows = store.read(_LINEAGE, id=best_id)
-    shaped = _shaping_thoughts(store, rows)
+    shaped, from_code = _shaping_thoughts(store, rows)
     urls = _repo_urls(store, rows)
     for row in rows:
+        row["from_code"] = from_code.get(row["experience"]) or {}
         if not shaped.get(row["experience"]):
             row.update(thought=None, thought_title=None, technique=None, idea=None, idea_title=None, commits=[])
         for c in row.get("commits") or []:
@@ -103,7 +104,9 @@ def lineage(store: GraphStore, best_id: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _shaping_thoughts(store: GraphStore, rows: list[dict[str, Any]]) -> dict[str, bool]:
+def _shaping_thoughts(
+    store: GraphStore, rows: list[dict[str, Any]]
+) -> tuple[dict[str, bool], dict[str, dict[str, Any]]]:
     ids = [r["experience"] for r in rows]
     found = store.read(
         "MATCH (x:Experience) WHERE x.id IN $ids OPTIONAL MATCH (p:Experience {id: x.parent_id}) "
@@ -112,7 +115,10 @@ def _shaping_thoughts(store: GraphStore, rows: list[dict[str, Any]]) -> dict[str
         ids=ids,
     )
     by_id = {f["id"]: f for f in found}
-    return {r["experience"]: _shaped(by_id.get(r["experience"]), r.get("technique")) for r in rows}
+    shaped = {r["experience"]: _shaped(by_id.get(r["experience"]), r.get("technique")) for r in rows}
+    # What a mined kernel's structure set in the code (shown beside the thought it credits).
+    from_code = {i: _loads(f.get("variant")).get("from_code") or {} for i, f in by_id.items()}
+    return shaped, from_code
 
 
 def _shaped(x: dict[str, Any] | None, technique: str | None) -> bool:
@@ -123,6 +129,8 @@ def _shaped(x: dict[str, Any] | None, technique: str | None) -> bool:
     variant, parent = _loads(x.get("variant")), _loads(x.get("parent"))
     if not variant.get("family"):
         return False
+    if variant.get("from_code"):
+        return True  # the thought's mined code set the starting knobs (agent.offline.hints)
     try:
         from agent.offline import OfflineGenerator
         from agent.offline.base import Technique
@@ -491,6 +499,8 @@ def _lineage_table(o: RunOutcome) -> list[str]:
         commits = "<br>".join(_commit_md(c) for c in row.get("commits") or []) or "-"
         result = f"{_x(row.get('competent_speedup'))} / {_x(row['speedup'])}" if row.get("speedup") else row["status"]
         thought = f"{row['thought_title']} ({row['technique']})" if row.get("thought_title") else "-"
+        if row.get("thought_title") and row.get("from_code"):
+            thought += "; its code set " + ", ".join(f"{k} {v}" for k, v in row["from_code"].items())
         lines.append(
             f"| {row['depth']} | {_cell(thought)} | {_cell(row.get('idea_title') or '-')} | {result} | {commits} |"
         )

@@ -40,6 +40,9 @@ class Variant(BaseModel):
     cflags: list[str] = []
     techniques: list[Technique] = []  # what this variant applies relative to the plain reference
     description: str = ""
+    # Knobs a thought's mined code set away from the uninformed start (agent.offline.hints): only then was
+    # the thought's code a starting point, and only then is it credited for it. Not part of the identity.
+    from_code: dict[str, KnobValue] = {}
 
     @property
     def key(self) -> str:

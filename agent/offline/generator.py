@@ -17,6 +17,7 @@ from typing import Literal
 from agent.offline import families as _families  # noqa: F401  (registers every family module)
 from agent.offline.base import REGISTRY, Family, Knob, KnobValue, Proposal, ThoughtRef, Variant
 from agent.offline.generic import GenericFamily
+from agent.offline.loop_rewrite import LoopRewriteFamily
 from evaluator.targets import TargetProfile
 from evaluator.tasks import KernelTask
 from knowledge.taxonomy import Technique
@@ -95,6 +96,10 @@ class OfflineGenerator:
         applicable = [f for f in found if target.is_riscv and f.applies(task)]
         # A family may rank itself (higher first) when two claim the same task; registry order breaks ties.
         applicable.sort(key=lambda f: -int(getattr(f, "priority", 0)))
+        # A task no family claims: an RVV rewrite of its own hot loop, when the loop has a shape it knows.
+        rewrite = LoopRewriteFamily()
+        if target.is_riscv and not applicable and rewrite.applies(task):
+            applicable = [rewrite]
         generic = GenericFamily()
         self.spaces = [self._space(f) for f in [*applicable, generic]]
         self.generic = self.spaces[-1]
@@ -120,13 +125,13 @@ class OfflineGenerator:
         if first is not None:
             # Entering a family: at the settings the thought's own code shows, if it shows any.
             hinted, said = _hinted(space, first, thought.hints, None)
-            variant = self._render(space, hinted)
+            variant = _informed(self._render(space, hinted), first, hinted)
             if variant.key not in tried:
                 what = "default" if space is not self.generic else "generic default"
                 return Proposal(variant=variant, thought_id=thought.id, mutation=f"{space.name} {what}{said}")
         hinted, said = _hinted(space, start, thought.hints, technique)
         if hinted != start:  # the technique's knobs at the thought's values before any grid walk
-            variant = self._render(space, hinted)
+            variant = _informed(self._render(space, hinted), start, hinted)
             if variant.key not in tried:
                 return Proposal(variant=variant, thought_id=thought.id, mutation=said.strip(" ()"))
         for setting, mutation in self._moves(space, start, technique, rng):
@@ -241,6 +246,12 @@ def _hinted(
                 break
     said = f" ({', '.join(moved)}, as in the thought's code)" if moved else ""
     return setting, said
+
+
+def _informed(variant: Variant, start: Setting, hinted: Setting) -> Variant:
+    """The variant, noting the knobs the thought's code moved from the uninformed `start` (none: no credit)."""
+    moved = {k: v for k, v in hinted.items() if start.get(k) != v}
+    return variant.model_copy(update={"from_code": moved}) if moved else variant
 
 
 def _values_up_to(knob: Knob, want: KnobValue) -> list[KnobValue]:

@@ -215,8 +215,12 @@ def _has_loop_pragma(code: str, line_start: int) -> bool:
     return prev_end > 0 and code[prev_start:prev_end].strip().startswith("#pragma clang loop")
 
 
-def insert_loop_pragmas(code: str, hints: list[str]) -> str:
-    """`#pragma clang loop <hints>` before every innermost `for` that has no loop pragma yet."""
+def insert_loop_pragmas(code: str, hints: list[str], sizes: dict[str, int] | None = None) -> str:
+    """`#pragma clang loop <hints>` before every innermost `for` that has no loop pragma yet.
+
+    With `sizes` (each size parameter's largest value), a loop whose trip count is visible gets no count
+    wider than it (see `visible_trip`), and a loop with a small constant trip count gets no pragma at all.
+    """
     if not hints:
         return code
     toks = tokenize(code)
@@ -224,15 +228,67 @@ def insert_loop_pragmas(code: str, hints: list[str]) -> str:
     for loop in find_loops(toks):
         if not loop.innermost:
             continue
+        fitted = _fit_hints(hints, visible_trip(toks, loop, sizes)) if sizes is not None else hints
+        if not fitted:
+            continue
         at = toks[loop.keyword].start
         line_start, indent, alone = _line_indent(code, at)
-        pragma = f"#pragma clang loop {' '.join(hints)}"
+        pragma = f"#pragma clang loop {' '.join(fitted)}"
         if alone:
             if not _has_loop_pragma(code, line_start):
                 edits.append((line_start, f"{indent}{pragma}\n"))
         else:  # `if (c) for (...)`: the pragma needs a line of its own
             edits.append((at, f"\n{indent}{pragma}\n{indent}"))
     return _apply(code, edits)
+
+
+# clang unrolls a loop of a constant trip count this small completely by itself; a partial unroll_count or
+# a vectorize pragma would stop that (fir5's 5-tap loop under unroll_count(4) ran at 0.87x of the reference).
+FULL_UNROLL_TRIP = 32
+_COUNT_HINT = re.compile(r"(unroll_count|interleave_count)\((\d+)\)")
+
+
+def _fit_hints(hints: list[str], trip: tuple[int, bool] | None) -> list[str]:
+    """The hints a loop of this trip count takes: counts no wider than it, none for a small constant one."""
+    if trip is None:
+        return hints
+    count, constant = trip
+    if constant and count <= FULL_UNROLL_TRIP:
+        return []
+    out = []
+    for hint in hints:
+        m = _COUNT_HINT.fullmatch(hint)
+        if m and int(m.group(2)) > count:
+            if count > 1:
+                out.append(f"{m.group(1)}({count})")
+            continue
+        out.append(hint)
+    return out
+
+
+def visible_trip(toks: list[Token], loop: Loop, sizes: dict[str, int] | None) -> tuple[int, bool] | None:
+    """(largest trip count, whether it is a constant) of `for (T i = a; i < b; i++)` where a is a literal and
+    b a literal or a size parameter (its largest value over the task's sizes); None when it is not visible."""
+    header = _canonical_header(toks, loop)
+    if header is None or not header[2].isdigit():
+        return None
+    bound = header[3]
+    if bound.isdigit():
+        return max(int(bound) - int(header[2]), 0), True
+    if sizes and bound in sizes:
+        return max(sizes[bound] - int(header[2]), 0), False
+    return None
+
+
+def innermost_trips(code: str, sizes: dict[str, int]) -> list[tuple[int, bool] | None]:
+    """`visible_trip` of every innermost `for` loop of the code."""
+    toks = tokenize(code)
+    return [visible_trip(toks, lp, sizes) for lp in find_loops(toks) if lp.innermost]
+
+
+def size_maxima(task: KernelTask) -> dict[str, int]:
+    """Each size parameter's largest value over the task's sizes."""
+    return {name: max(int(s[name]) for s in task.sizes if name in s) for name in task.size_params}
 
 
 def add_restrict(code: str, function: str) -> str:
@@ -272,13 +328,15 @@ def _restrict_edits(params: list[Token]) -> list[tuple[int, str]]:
     return edits
 
 
-def insert_prefetch(code: str, distance_bytes: int, pointers: set[str]) -> str:
+def insert_prefetch(code: str, distance_bytes: int, pointers: set[str], sizes: dict[str, int] | None = None) -> str:
     """Strip-mine canonical innermost loops into blocks with prefetches `distance_bytes` ahead.
 
     `for (T i = A; i < B; i++) S` becomes a loop over blocks of PREFETCH_BLOCK iterations that first
     prefetches PREFETCH_LINES cache lines of each stream at `&p[subscript at block start] + distance`
     and then runs S over the block. A prefetch inside the loop body would stop the vectorizer (clang-22
     reports "loop not vectorized" for a body with __builtin_prefetch); the block loop stays vectorizable.
+    With `sizes`, a loop whose visible trip count is one block or less is left alone: there is nothing
+    ahead to fetch (fir5's 5-tap loop strip-mined this way ran 17x slower).
     """
     if distance_bytes <= 0:
         return code
@@ -287,6 +345,9 @@ def insert_prefetch(code: str, distance_bytes: int, pointers: set[str]) -> str:
     for n, loop in enumerate(find_loops(toks)):
         header = _canonical_header(toks, loop)
         if not loop.innermost or header is None:
+            continue
+        trip = visible_trip(toks, loop, sizes) if sizes is not None else None
+        if trip is not None and trip[0] <= PREFETCH_BLOCK:
             continue
         ctype, var, init, bound = header
         exprs = _streams(code, toks, loop, pointers)
@@ -397,6 +458,9 @@ class GenericFamily:
     def knobs(self, task: KernelTask, target: TargetProfile) -> list[Knob]:
         fast = ["off", "reassoc", "fast"] if fast_math_allowed(task) else ["off"]
         lmuls = [1, 2, 4, 8] if target.is_riscv else [LLVM_DEFAULT_LMUL]
+        widest = _widest_count(task)  # no count wider than any loop's visible trip (one value: no knob)
+        unrolls = [v for v in (1, 2, 4, 8) if v <= widest] or [1]
+        interleaves = [v for v in (0, 2, 4, 8) if v <= widest]
         return [
             Knob(name="restrict", values=[0, 1], technique=Technique.ALIGNMENT, default=1,
                  also=[Technique.MEMORY_ACCESS]),
@@ -404,12 +468,13 @@ class GenericFamily:
             Knob(name="lmul", values=lmuls, technique=Technique.VECTOR_LENGTH, default=LLVM_DEFAULT_LMUL),
             Knob(name="fast_math", values=fast, technique=Technique.REDUCTION,
                  default="reassoc" if len(fast) > 1 else "off", also=[Technique.MULTI_ACCUMULATOR]),
-            Knob(name="interleave", values=[0, 2, 4, 8], technique=Technique.MULTI_ACCUMULATOR, default=0),
+            Knob(name="interleave", values=interleaves, technique=Technique.MULTI_ACCUMULATOR, default=0),
             # unroll_count(4) on innermost loops: never worse on the generic-only tasks of the suite on the
             # modeled X60, up to 2.6x on scalar loops (prefix_scan); scripts/bench_offline_space.py
-            Knob(name="unroll", values=[1, 2, 4, 8], technique=Technique.UNROLL, default=4),
+            Knob(name="unroll", values=unrolls, technique=Technique.UNROLL, default=min(4, max(unrolls))),
             Knob(name="fp_contract", values=["on", "fast"], technique=Technique.FUSION, default="on"),
-            Knob(name="prefetch", values=[0, 128, 256, 512], technique=Technique.PREFETCH, default=0),
+            Knob(name="prefetch", values=[0, 128, 256, 512] if _prefetchable(task) else [0],
+                 technique=Technique.PREFETCH, default=0),
         ]  # fmt: skip
 
     def render(self, task: KernelTask, target: TargetProfile, knobs: dict[str, KnobValue]) -> Variant:
@@ -418,7 +483,7 @@ class GenericFamily:
         if k["restrict"]:
             code = add_restrict(code, task.function_name)
         if int(k["prefetch"]):
-            code = insert_prefetch(code, int(k["prefetch"]), pointer_names(code, task))
+            code = insert_prefetch(code, int(k["prefetch"]), pointer_names(code, task), size_maxima(task))
         hints = []
         if k["vectorize"] != "auto":
             hints.append("vectorize(enable)")
@@ -426,7 +491,7 @@ class GenericFamily:
             hints.append(f"interleave_count({int(k['interleave'])})")
         if int(k["unroll"]) > 1:
             hints.append(f"unroll_count({int(k['unroll'])})")
-        code = insert_loop_pragmas(code, hints)
+        code = insert_loop_pragmas(code, hints, size_maxima(task))
         flags = self._flags(k, target)
         return Variant(
             family=self.name,
@@ -469,6 +534,25 @@ class GenericFamily:
         if int(k["prefetch"]):
             used.append(Technique.PREFETCH)
         return used
+
+
+def _widest_count(task: KernelTask) -> int:
+    """The widest unroll or interleave count any innermost loop of the reference can take."""
+    try:
+        trips = innermost_trips(task.reference_code, size_maxima(task))
+    except CParseError:
+        return 8
+    widths = [8 if t is None else (0 if t[1] and t[0] <= FULL_UNROLL_TRIP else t[0]) for t in trips]
+    return max(widths, default=0)
+
+
+def _prefetchable(task: KernelTask) -> bool:
+    """Whether any loop of the reference takes prefetches (one that runs longer than a block)."""
+    code = task.reference_code
+    try:
+        return insert_prefetch(code, 128, pointer_names(code, task), size_maxima(task)) != code
+    except CParseError:
+        return False
 
 
 def _describe(k: dict[str, KnobValue]) -> str:

@@ -7,6 +7,12 @@ update (`acc0 = __riscv_vfmacc_vv_f32m4(acc0, ...)` ... `acc3` -> accumulators 4
 those values first instead of walking the grid one step at a time from the plain setting, so a graph
 that knows how OpenBLAS or ggml wrote the kernel starts where they ended.
 
+RVV code also shows where it reduces and how it widens (agent.offline.loop_rewrite's knobs): a
+`vfredusum` / `vredsum` / `vwredsum` inside the code's loop reduces every strip (`reduce_at` = "inloop",
+ggml's q8_0 dot), one only after the loop keeps vector accumulators (`reduce_at` = "after"); an int8
+product widened by `vwmacc` on sign-extended operands is `widen` = "wmacc", `vwmul` then `vwadd.wv` is
+"wadd" (a `vwmul` whose products go straight to `vwredsum` says nothing about widening).
+
 Only what the code states unambiguously becomes a hint; code of other ISAs gives accumulator counts
 (their register width is not RVV's grouping, so no LMUL), and no code gives nothing.
 """
@@ -40,10 +46,53 @@ def code_hints(code: str, isa: str) -> dict[str, KnobValue]:
         lmul = _lmul(added)
         if lmul:
             hints["lmul"] = lmul
+        hints.update(_structure(added))  # a widening kernel's LMUL replaces the count of every type's
     acc = _accumulators(added)
     if acc > 1:
         hints["accumulators"] = acc
     return hints
+
+
+_REDUCTION = re.compile(r"\b(?:__riscv_)?v(?:f?w?red(?:u|o)?sum|f?red(?:max|min)u?)\w*\s*\(")
+_LOOP = re.compile(r"\b(?:for|while)\s*\(|\bdo\s*\{")
+
+
+def _structure(code: str) -> dict[str, KnobValue]:
+    """Where the code reduces (`reduce_at`) and how it widens int8 products (`widen`), where it shows it."""
+    found: dict[str, KnobValue] = {}
+    body = _loop_body(code)
+    if body is not None and _REDUCTION.search(code):
+        found["reduce_at"] = "inloop" if _REDUCTION.search(body) else "after"
+    if _call("vwmacc", r"_i32m\d", code) and _call("vsext_vf2", r"_i16m\d", code):
+        found["widen"] = "wmacc"
+    elif _call("vwadd_wv", r"_i32m\d", code) and _call("vwmul", r"_i16m\d", code):
+        found["widen"] = "wadd"
+    narrow = [int(m) for m in re.findall(r"(?<![A-Za-z0-9])(?:__riscv_)?vle8_v_i8m([1248])", code)]
+    if narrow and _call(
+        "vw", r"_i(?:16|32)m\d", code
+    ):  # a widening kernel's LMUL is its int8 loads' (the rewrite's knob)
+        found["lmul"] = max(set(narrow), key=narrow.count)
+    return found
+
+
+def _call(name: str, suffix: str, code: str) -> bool:
+    """Whether the code calls the RVV intrinsic `name` (with or without `__riscv_`) at a type matching `suffix`."""
+    return re.search(rf"(?<![A-Za-z0-9])(?:__riscv_)?{name}\w*?{suffix}", code) is not None
+
+
+def _loop_body(code: str) -> str | None:
+    """The text of the code's first loop (from its keyword to its closing brace), None without a loop."""
+    m = _LOOP.search(code)
+    if m is None:
+        return None
+    depth, start = 0, code.find("{", m.start())
+    if start < 0:
+        return code[m.start() : code.find(";", m.end()) + 1]
+    for j in range(start, len(code)):
+        depth += {"{": 1, "}": -1}.get(code[j], 0)
+        if depth == 0:
+            return code[m.start() : j + 1]
+    return code[m.start() :]  # a hunk cut inside the loop: all of it is the loop
 
 
 def _lmul(code: str) -> int | None:
