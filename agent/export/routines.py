@@ -1,0 +1,171 @@
+"""Which library routine a task's kernel can become, and how its interface maps onto the library's.
+
+A task's contract is often narrower than the library's interface (the suite's sdot: unit strides, n > 0;
+OpenBLAS's kernel: any increments, any n). The rule for a narrow task (docs/UPSTREAM.md, "Export"): the
+exported file routes the calls the task's contract covers to the run's kernel and every other call to the
+library's existing kernel, compiled in the same file under another name (#include of the original file with
+CNAME redefined). A task whose semantics differ from the routine's, or whose kernel has no place in the
+library's design, is refused with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.errors import InvalidInput
+from evaluator.tasks import KernelTask
+
+
+class ExportRefused(InvalidInput):
+    """A kernel that cannot honour the library's interface, a clone that cannot take it: nothing written."""
+
+
+@dataclass(frozen=True)
+class OpenBlasRoutine:
+    """An OpenBLAS kernel slot: its KERNEL.<TARGET> entry, its C signature and the path the run covers."""
+
+    routine: str  # the BLAS name the library's tests and benchmark know (sdot, saxpy, sgemv, snrm2)
+    entry: str  # the KERNEL.<TARGET> variable naming the kernel file
+    returns: str  # the kernel's return type
+    params: str  # the kernel's parameter list, as OpenBLAS's kernel files declare it
+    args: str  # the same parameters as call arguments
+    covered: str  # C condition: the calls inside the task's contract
+    call: str  # C statement(s) for those calls: the run's kernel is `EOK`
+    contract: str  # the task's contract in words, for the file, the commit and the docs
+    bench_size: int  # the size the library benchmark runs at (the task's bench size)
+
+
+@dataclass(frozen=True)
+class GgmlRoutine:
+    """A ggml CPU function whose RVV branch the run's kernel replaces."""
+
+    routine: str  # the function's name, also what ggml's tests know it by
+    block: str  # the block type of the first row (block_q8_0, block_q4_0)
+    call: str  # C statement(s) of the RVV branch: the run's kernel is `EOK`
+    contract: str
+    bench_size: int  # values per row in the benchmark
+
+
+_INT_N = "n > 0 && n <= INT_MAX"
+OPENBLAS: dict[str, OpenBlasRoutine] = {
+    "sdot": OpenBlasRoutine(
+        routine="sdot",
+        entry="SDOTKERNEL",
+        returns="FLOAT",
+        params="BLASLONG n, FLOAT *x, BLASLONG inc_x, FLOAT *y, BLASLONG inc_y",
+        args="n, x, inc_x, y, inc_y",
+        covered=f"inc_x == 1 && inc_y == 1 && {_INT_N}",
+        call="return EOK((int)n, x, y);",
+        contract="unit strides and 0 < n <= INT_MAX",
+        bench_size=16384,
+    ),
+    "saxpy": OpenBlasRoutine(
+        routine="saxpy",
+        entry="SAXPYKERNEL",
+        returns="int",
+        params=(
+            "BLASLONG n, BLASLONG dummy0, BLASLONG dummy1, FLOAT da, FLOAT *x, BLASLONG inc_x, FLOAT *y, "
+            "BLASLONG inc_y, FLOAT *dummy, BLASLONG dummy2"
+        ),
+        args="n, dummy0, dummy1, da, x, inc_x, y, inc_y, dummy, dummy2",
+        covered=f"inc_x == 1 && inc_y == 1 && {_INT_N}",
+        call="EOK((int)n, da, x, y);\n        return 0;",
+        contract="unit strides and 0 < n <= INT_MAX",
+        bench_size=16384,
+    ),
+    "sgemv_t": OpenBlasRoutine(
+        routine="sgemv",
+        entry="SGEMVTKERNEL",
+        returns="int",
+        params=(
+            "BLASLONG m, BLASLONG n, BLASLONG dummy1, FLOAT alpha, FLOAT *a, BLASLONG lda, FLOAT *x, "
+            "BLASLONG inc_x, FLOAT *y, BLASLONG inc_y, FLOAT *buffer"
+        ),
+        args="m, n, dummy1, alpha, a, lda, x, inc_x, y, inc_y, buffer",
+        # OpenBLAS's interface scales y by beta before the kernel adds alpha*A^T*x: the task's beta is 1.
+        covered="inc_x == 1 && inc_y == 1 && lda == m && m > 0 && n > 0 && m <= INT_MAX && n <= INT_MAX",
+        call="EOK((int)m, (int)n, alpha, a, x, 1.0f, y);\n        return 0;",
+        contract="unit strides, lda == m, 0 < m, n <= INT_MAX; beta = 1 (the library applied beta before)",
+        bench_size=512,
+    ),
+    "snrm2": OpenBlasRoutine(
+        routine="snrm2",
+        entry="SNRM2KERNEL",
+        returns="FLOAT",
+        params="BLASLONG n, FLOAT *x, BLASLONG inc_x",
+        args="n, x, inc_x",
+        covered=f"inc_x == 1 && {_INT_N}",
+        call="return EOK((int)n, x);",
+        contract="unit stride and 0 < n <= INT_MAX",
+        bench_size=100000,
+    ),
+}
+
+GGML: dict[str, GgmlRoutine] = {
+    "q8_0_q8_0_dot": GgmlRoutine(
+        routine="ggml_vec_dot_q8_0_q8_0",
+        block="block_q8_0",
+        call="*s = n >= QK8_0 ? EOK(n / QK8_0, (const uint8_t *) vx, (const uint8_t *) vy) : 0.0f;",
+        contract="one row pair (nrc == 1) of n / 32 blocks of block_q8_0 (34 bytes each)",
+        bench_size=4096,
+    ),
+    "q4_0_q8_0_dot": GgmlRoutine(
+        routine="ggml_vec_dot_q4_0_q8_0",
+        block="block_q4_0",
+        call="*s = n >= QK8_0 ? EOK(n / QK8_0, (const uint8_t *) vx, (const uint8_t *) vy) : 0.0f;",
+        contract="one row pair (nrc == 1): n / 32 blocks of block_q4_0 (18 bytes) times block_q8_0 (34 bytes)",
+        bench_size=4096,
+    ),
+}
+
+# Tasks whose kernel has no place in the library, and why (a fact about the library, not a size limit).
+_NO_PLACE = {
+    ("openblas", "gemm"): (
+        "OpenBLAS's SGEMMKERNEL is a packed micro-kernel (it multiplies SGEMM_UNROLL_M x SGEMM_UNROLL_N register "
+        "blocks of panels that its copy routines packed), not a whole sgemm; the run optimized a whole "
+        "row-major C = A*B, which has no place in it"
+    ),
+}
+
+# The library's promises a task must check before its kernel may stand in for the routine.
+_FLT_SQRT_MAX, _FLT_SQRT_MIN = 1.8446742e19, 1.0842022e-19  # squares past float's range (FLT_MAX, FLT_MIN)
+
+
+def openblas_routine(task: KernelTask) -> OpenBlasRoutine:
+    """The OpenBLAS slot for `task`'s kernel, or ExportRefused naming why it has none."""
+    if reason := _NO_PLACE.get(("openblas", task.operator)):
+        raise ExportRefused(f"{task.name} cannot be exported to OpenBLAS: {reason}", _fix(task, "openblas"))
+    routine = OPENBLAS.get(task.name)
+    if routine is None:
+        raise ExportRefused(
+            f"{task.name} has no OpenBLAS kernel slot EoK knows", f"exportable to OpenBLAS: {', '.join(OPENBLAS)}"
+        )
+    if task.operator == "nrm2" and not _checks_full_range(task):
+        raise ExportRefused(
+            f"{task.name} cannot stand in for OpenBLAS snrm2: the library promises a norm without overflow or "
+            "underflow over the full float range, and the task never checks inputs whose squares leave float's "
+            f"range (|x| > {_FLT_SQRT_MAX:.3g} or < {_FLT_SQRT_MIN:.3g})",
+            "optimize the suite's snrm2 (its sizes scale inputs to 1e30 and 1e-39) and export that run",
+        )
+    return routine
+
+
+def ggml_routine(task: KernelTask) -> GgmlRoutine:
+    """The ggml function for `task`'s kernel, or ExportRefused naming why it has none."""
+    routine = GGML.get(task.name)
+    if routine is None:
+        raise ExportRefused(
+            f"{task.name} has no ggml function EoK knows how to replace", f"exportable to ggml: {', '.join(GGML)}"
+        )
+    return routine
+
+
+def _checks_full_range(task: KernelTask) -> bool:
+    scales = [abs(s) for arg in task.args.values() for s in (getattr(arg, "scales", None) or [])]
+    return any(s > _FLT_SQRT_MAX for s in scales) and any(0 < s < _FLT_SQRT_MIN for s in scales)
+
+
+def _fix(task: KernelTask, library: str) -> str:
+    if library == "openblas" and task.operator == "gemm":
+        return "export a BLAS level-1/2 run (sdot, saxpy, sgemv_t, snrm2) or optimize a GEMM micro-kernel task"
+    return "see docs/UPSTREAM.md, Export"
