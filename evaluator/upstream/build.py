@@ -61,6 +61,7 @@ class Recipe(Protocol):
     """How one library is recognised and built (one module per library)."""
 
     library: str
+    display: str  # how people write its name: "OpenBLAS"
     tools: tuple[str, ...]  # programs the build runs, checked before anything starts
 
     def not_this_library(self, clone: Path) -> str | None:
@@ -200,17 +201,20 @@ def copy_tree(clone: Path, dest: Path) -> None:
     if dest.exists():  # an earlier build stopped half-way: start it again from a clean copy
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    files = "\0".join(_tree_files(clone)).encode()
+    listing = dest.parent / "files.list"
+    listing.write_bytes("\0".join(_tree_files(clone)).encode())
     pack = subprocess.Popen(
-        ["tar", "-C", str(clone), "--null", "-T", "-", "-cf", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        ["tar", "-C", str(clone), "--null", "-T", str(listing), "-cf", "-"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     unpack = subprocess.run(["tar", "-C", str(dest), "-xf", "-"], stdin=pack.stdout, capture_output=True)
-    assert pack.stdin is not None and pack.stdout is not None
-    pack.stdin.write(files)
-    pack.stdin.close()
+    assert pack.stdout is not None
     pack.stdout.close()
+    pack_err = pack.stderr.read().decode() if pack.stderr else ""
     if pack.wait() != 0 or unpack.returncode != 0:
-        raise LibraryBuildError(f"{clone}: copying the tree failed ({unpack.stderr.decode().strip()[:200]})")
+        why = (pack_err or unpack.stderr.decode()).strip().splitlines()
+        raise LibraryBuildError(f"{clone}: copying the tree failed ({why[-1] if why else 'tar failed'})")
 
 
 # ------------------------------------------------------------------------------------ toolchain

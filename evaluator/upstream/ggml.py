@@ -36,6 +36,7 @@ ROUTINES = tuple(QUANT_TYPE)
 
 class Ggml:
     library = "ggml"
+    display = "ggml"
     tools = ("cmake", "ninja", "clang++-22")
 
     def not_this_library(self, clone: Path) -> str | None:

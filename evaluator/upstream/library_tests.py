@@ -130,7 +130,8 @@ def _openblas_tests(built: BuiltLibrary, target: TargetProfile, routine: str, pr
     out, rc = _run(argv, ctest, stdin)
     cases = _blat1_cases(out) if level == 1 else _blat23_cases(out)
     mine = {name: ok for name, ok in cases.items() if name.split()[0].lower() == f"cblas_{routine}"}
-    return _result(built, routine, mine, argv, out, rc, stdin_name=f"sin{level} with only cblas_{routine}")
+    only = f"sin{level} with only cblas_{routine}" if stdin else ""
+    return _result(built, routine, mine, argv, out, rc, stdin_name=only)
 
 
 def _only_routine(spec: str, name: str) -> str:

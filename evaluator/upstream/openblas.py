@@ -37,6 +37,7 @@ ROUTINES = tuple(LEVEL)
 
 class OpenBlas:
     library = "openblas"
+    display = "OpenBLAS"
     tools = ("make", "gcc")
 
     def not_this_library(self, clone: Path) -> str | None:
@@ -57,11 +58,12 @@ class OpenBlas:
         )
         progress(f"openblas: make libs TARGET={openblas_target(target)} (single precision, no threads)")
         count = run_step(step, str(src), progress)
-        remember_compiles(src, target, count)
+        if count:  # a build with nothing left to do says nothing about the next one
+            remember_compiles(src, target, count)
         return BuildOutputs(
             archives=[archive(src)],
             include_dirs=[src],
-            cflags=[*cross_cc(target)[1:], *_target_flags(src)],
+            cflags=[*cross_cc(target)[1:], *_target_flags(src, target)],
             link_flags=["-lm"],
         )
 
@@ -102,13 +104,18 @@ def archive(src: Path) -> Path:
     return found[0]
 
 
-def _target_flags(src: Path) -> list[str]:
-    """The ISA flags OpenBLAS adds for its TARGET (they follow ours on its compile lines, so they win)."""
-    conf = src / "Makefile.conf"
-    text = conf.read_text(errors="replace") if conf.is_file() else ""
-    for line in text.splitlines():
-        if line.startswith("CCOMMON_OPT") or line.startswith("TARGET_FLAGS"):
-            return line.split("=", 1)[1].split()
+def _target_flags(src: Path, target: TargetProfile) -> list[str]:
+    """The ISA flags Makefile.riscv64 adds for the TARGET (they follow ours on its compile lines, so they win)."""
+    path = src / "Makefile.riscv64"
+    lines = path.read_text(errors="replace").splitlines() if path.is_file() else []
+    core = f"ifeq ($(CORE), {openblas_target(target)})"
+    for i, line in enumerate(lines):
+        if line.strip() == core:
+            for body in lines[i + 1 :]:
+                if body.strip() == "endif":
+                    break
+                if body.startswith("CCOMMON_OPT"):
+                    return body.split("+=", 1)[1].split()
     return []
 
 
