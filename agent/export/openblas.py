@@ -18,22 +18,19 @@ from agent.export.runfolder import RunRecord
 from evaluator.targets import load_target
 
 KERNEL_DIR = Path("kernel/riscv64")
-_OPENBLAS_TARGET = {256: "RISCV64_ZVL256B", 128: "RISCV64_ZVL128B"}  # OpenBLAS's TARGET for a VLEN
 
 
 def openblas_target(target_key: str) -> str:
-    """OpenBLAS's TARGET for an EoK target (its kernels are chosen by vector length)."""
+    """OpenBLAS's TARGET for an EoK target: the one the build uses (its kernels are chosen by VLEN)."""
+    from evaluator.upstream.openblas import OPENBLAS_TARGET
+
     vlen = load_target(target_key).vlen
-    if vlen not in _OPENBLAS_TARGET:
+    if vlen not in OPENBLAS_TARGET:
         raise ExportRefused(
             f"target {target_key} (VLEN {vlen}) has no OpenBLAS RISC-V target",
-            f"OpenBLAS targets exist for VLEN {', '.join(map(str, _OPENBLAS_TARGET))}",
+            f"OpenBLAS targets exist for VLEN {', '.join(map(str, OPENBLAS_TARGET))}",
         )
-    return _OPENBLAS_TARGET[vlen]
-
-
-def kernel_file_name(routine: OpenBlasRoutine, task: str) -> str:
-    return f"{task}_eok.c"
+    return OPENBLAS_TARGET[vlen]
 
 
 def plan(record: RunRecord, routine: OpenBlasRoutine, clone: Path) -> dict[Path, str]:
@@ -57,7 +54,7 @@ def plan(record: RunRecord, routine: OpenBlasRoutine, clone: Path) -> dict[Path,
             "for the other calls by #including it",
             "export to a target whose entry names a C kernel",
         )
-    name = kernel_file_name(routine, record.task)
+    name = f"{record.task}_eok.c"  # the task's name is BLAS's (sdot, sgemv_t): sdot_eok.c beside dot_rvv.c
     if original == name:
         raise ExportRefused(f"{routine.entry} already names {name}", "export from the clone's upstream branch")
     return {

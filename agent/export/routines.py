@@ -24,7 +24,7 @@ class ExportRefused(InvalidInput):
 class OpenBlasRoutine:
     """An OpenBLAS kernel slot: its KERNEL.<TARGET> entry, its C signature and the path the run covers."""
 
-    routine: str  # the BLAS name the library's tests and benchmark know (sdot, saxpy, sgemv, snrm2)
+    routine: str  # the name evaluator.upstream's tests and benchmark know (sdot, saxpy, sgemv_t, snrm2)
     entry: str  # the KERNEL.<TARGET> variable naming the kernel file
     returns: str  # the kernel's return type
     params: str  # the kernel's parameter list, as OpenBLAS's kernel files declare it
@@ -74,7 +74,7 @@ OPENBLAS: dict[str, OpenBlasRoutine] = {
         bench_size=16384,
     ),
     "sgemv_t": OpenBlasRoutine(
-        routine="sgemv",
+        routine="sgemv_t",
         entry="SGEMVTKERNEL",
         returns="int",
         params=(
