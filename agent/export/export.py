@@ -15,6 +15,10 @@ from core.errors import EokError
 
 Progress = Callable[[str], None]
 EXPORT_LIBRARIES = ("openblas", "ggml")
+NOT_IMPROVED = (
+    "the run's best is not 1% faster than its task's competent baseline (its report proposes no kernel); "
+    "whether it beats the library's kernel is for the library's benchmark to say"
+)
 
 
 @dataclass
@@ -85,6 +89,8 @@ def export_run(
         message=commit_message(record, library, routine, files, base),
         bench_size=routine.bench_size,
     )
+    if not record.best.get("improved", True):
+        result.notes.append(NOT_IMPROVED)
     before = _build(library, clone, record.target, home, progress, "before (HEAD)") if verify else None
     with branch_worktree(clone, branch, home / "export") as tree:
         result.commit = commit(tree, files, result.message)
@@ -192,6 +198,7 @@ def commit_message(
         f"(step {b.get('step')}, experience {b.get('experience')}) measured:",
         *(f"  - {s}" for s in record.speedups()),
         f"  ({record.error_bar()})",
+        *(["", *_wrap(f"Note: {NOT_IMPROVED}.")] if not b.get("improved", True) else []),
         "",
         *_wrap(change),
         "",

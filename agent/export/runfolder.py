@@ -113,8 +113,7 @@ def read_run(folder: Path) -> RunRecord:
     best = data.get("best")
     if not best:
         raise ExportRefused(
-            f"run {data.get('run')} proposes no kernel: no candidate beat the baseline by 1% or more",
-            "export a run whose report names a best kernel",
+            f"run {data.get('run')} has no correct, timed candidate to export", "export a run that found one"
         )
     code_path = folder / best["code_file"]
     if not code_path.is_file():

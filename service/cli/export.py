@@ -53,6 +53,8 @@ def _print(r, verify: bool) -> None:
         console.print("not built or tested (--no-verify)", highlight=False)
         return
     console.print(_table(r), highlight=False)
+    for note in r.notes:
+        console.print(f"note: {note}", highlight=False)
     if r.good:
         console.print(f"good: every library test of {r.routine} passes with the exported kernel", highlight=False)
     else:
