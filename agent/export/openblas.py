@@ -79,6 +79,16 @@ def switch_entry(listing: str, entry: str, new: str) -> str:
     return listing[: m.start("value")] + new + listing[m.end("value") :]
 
 
+# BLAS's convention (the task's) for a negative increment: the vector starts at the array's far end;
+# OpenBLAS's interface moved the pointer there, the task's kernel wants the array's start.
+_START = """
+static inline FLOAT *EOK_START(FLOAT *v, BLASLONG n, BLASLONG inc)
+{
+    return inc < 0 && n > 0 ? v + (n - 1) * inc : v;
+}
+"""
+
+
 def kernel_file(record: RunRecord, routine: OpenBlasRoutine, original: str) -> str:
     """kernel/riscv64/<task>_eok.c: the run's kernel, the library's kernel for other calls, and CNAME."""
     eok = f"eok_{record.task}"
@@ -110,7 +120,7 @@ def kernel_file(record: RunRecord, routine: OpenBlasRoutine, original: str) -> s
 #pragma pop_macro("CNAME")
 
 #include <limits.h>
-
+{_START if routine.full else ""}
 {routine.returns} CNAME({routine.params})
 {{
     if ({routine.covered}) {{

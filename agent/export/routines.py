@@ -10,7 +10,7 @@ library's design, is refused with the reason.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from core.errors import InvalidInput
 from evaluator.tasks import KernelTask
@@ -33,6 +33,7 @@ class OpenBlasRoutine:
     call: str  # C statement(s) for those calls: the run's kernel is `EOK`
     contract: str  # the task's contract in words, for the file, the commit and the docs
     bench_size: int  # the size the library benchmark runs at (the task's bench size)
+    full: bool = False  # the task has the library's whole interface (a library-grade `*_blas` variant)
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,37 @@ OPENBLAS: dict[str, OpenBlasRoutine] = {
     ),
 }
 
+# Library-grade variants (the `*_blas` tasks): the task takes the library's increments with BLAS's meaning
+# (a negative increment starts at the far end of the array), OpenBLAS's interface has already moved the
+# pointer to that far end (interface/dot.c, axpy.c, nrm2.c, gemv.c): EOK_START moves it back. What is left
+# to the library's previous kernel: sizes and increments beyond int, and a zero alpha (the task returns at
+# once; OpenBLAS's interface never calls the kernel with one, its other callers may, and expect y += 0*x).
+_INT_INC = "{v} >= -INT_MAX && {v} <= INT_MAX"
+_FULL = {
+    "sdot_blas": ("sdot", f"n <= INT_MAX && {_INT_INC.format(v='inc_x')} && {_INT_INC.format(v='inc_y')}",
+                  "return EOK((int)n, EOK_START(x, n, inc_x), (int)inc_x, EOK_START(y, n, inc_y), (int)inc_y);"),
+    "saxpy_blas": ("saxpy",
+                   f"n <= INT_MAX && da != 0.0f && {_INT_INC.format(v='inc_x')} && {_INT_INC.format(v='inc_y')}",
+                   "EOK((int)n, da, EOK_START(x, n, inc_x), (int)inc_x, EOK_START(y, n, inc_y), (int)inc_y);\n"
+                   "        return 0;"),
+    "sgemv_t_blas": ("sgemv_t",
+                     "m <= INT_MAX && n <= INT_MAX && lda <= INT_MAX && alpha != 0.0f && "
+                     f"{_INT_INC.format(v='inc_x')} && {_INT_INC.format(v='inc_y')}",
+                     "EOK((int)m, (int)n, alpha, a, (int)lda, EOK_START(x, m, inc_x), (int)inc_x, 1.0f, "
+                     "EOK_START(y, n, inc_y), (int)inc_y);\n        return 0;"),
+    "snrm2_blas": ("snrm2", f"n <= INT_MAX && {_INT_INC.format(v='inc_x')}",
+                   "return EOK((int)n, EOK_START(x, n, inc_x), (int)inc_x);"),
+}  # fmt: skip
+for _task, (_narrow, _covered, _call) in _FULL.items():
+    _zero = ", alpha != 0" if "0.0f" in _covered else ""
+    OPENBLAS[_task] = replace(
+        OPENBLAS[_narrow],
+        covered=_covered,
+        call=_call,
+        full=True,
+        contract=f"the library's whole interface (increments of either sign, n <= 0) within int{_zero}",
+    )
+
 GGML: dict[str, GgmlRoutine] = {
     "q8_0_q8_0_dot": GgmlRoutine(
         routine="ggml_vec_dot_q8_0_q8_0",
@@ -114,6 +146,13 @@ GGML: dict[str, GgmlRoutine] = {
         block="block_q4_0",
         call="*s = n >= QK8_0 ? EOK(n / QK8_0, (const uint8_t *) vx, (const uint8_t *) vy) : 0.0f;",
         contract="one row pair (nrc == 1): n / 32 blocks of block_q4_0 (18 bytes) times block_q8_0 (34 bytes)",
+        bench_size=4096,
+    ),
+    "q8_0_q8_0_dot_ggml": GgmlRoutine(
+        routine="ggml_vec_dot_q8_0_q8_0",
+        block="block_q8_0",
+        call="EOK(n, s, bs, (const uint8_t *) vx, bx, (const uint8_t *) vy, by, nrc);",
+        contract="ggml's own signature and layout (the task is ggml's contract with nrc == 1)",
         bench_size=4096,
     ),
 }
@@ -168,7 +207,10 @@ def _same_contract_as(task: KernelTask, known: dict) -> str | None:
 
     mine = prototype(task, name="f")
     for name in known:
-        other = load_task(name)
+        try:
+            other = load_task(name)
+        except InvalidInput:  # a library-grade variant this checkout does not have
+            continue
         if other.operator == task.operator and prototype(other, name="f") == mine:
             return name
     return None
