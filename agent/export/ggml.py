@@ -107,5 +107,5 @@ def _branch(record: RunRecord, routine: GgmlRoutine, eok: str, declared: list[st
         "    assert(nrc == 1);\n"
         "    (void) nrc;\n"
         f"    {unused}\n"
-        f"    {routine.call.replace('EOK', eok)}\n"
+        f"    {routine.call_with(eok)}\n"
     )

@@ -54,7 +54,7 @@ def plan(record: RunRecord, routine: OpenBlasRoutine, clone: Path) -> dict[Path,
             "for the other calls by #including it",
             "export to a target whose entry names a C kernel",
         )
-    name = f"{record.task}_eok.c"  # the task's name is BLAS's (sdot, sgemv_t): sdot_eok.c beside dot_rvv.c
+    name = f"{routine.routine}_eok.c"  # sdot_eok.c beside dot_vector.c
     if original == name:
         raise ExportRefused(f"{routine.entry} already names {name}", "export from the clone's upstream branch")
     return {
@@ -82,7 +82,7 @@ def switch_entry(listing: str, entry: str, new: str) -> str:
 # BLAS's convention (the task's) for a negative increment: the vector starts at the array's far end;
 # OpenBLAS's interface moved the pointer there, the task's kernel wants the array's start.
 _START = """
-static inline FLOAT *EOK_START(FLOAT *v, BLASLONG n, BLASLONG inc)
+static inline FLOAT *eok_start(FLOAT *v, BLASLONG n, BLASLONG inc)
 {
     return inc < 0 && n > 0 ? v + (n - 1) * inc : v;
 }
@@ -94,7 +94,7 @@ def kernel_file(record: RunRecord, routine: OpenBlasRoutine, original: str) -> s
     eok = f"eok_{record.task}"
     kernel, _ = prefixed(record.kernel_source(), record.entry, eok)
     library = f"eok_library_{record.task}"
-    call = routine.call.replace("EOK", eok)
+    call = routine.call_with(eok)
     about = comment(
         f"{routine.entry} for single precision: {record.task} from EoK run {record.run}.",
         record.headline(),

@@ -10,6 +10,7 @@ library's design, is refused with the reason.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from core.errors import InvalidInput
@@ -31,6 +32,10 @@ class OpenBlasRoutine:
     args: str  # the same parameters as call arguments
     covered: str  # C condition: the calls inside the task's contract
     call: str  # C statement(s) for those calls: the run's kernel is `EOK`
+
+    def call_with(self, kernel: str) -> str:
+        return re.sub(r"\bEOK\b", kernel, self.call)
+
     contract: str  # the task's contract in words, for the file, the commit and the docs
     bench_size: int  # the size the library benchmark runs at (the task's bench size)
     full: bool = False  # the task has the library's whole interface (a library-grade `*_blas` variant)
@@ -43,6 +48,10 @@ class GgmlRoutine:
     routine: str  # the function's name, also what ggml's tests know it by
     block: str  # the block type of the first row (block_q8_0, block_q4_0)
     call: str  # C statement(s) of the RVV branch: the run's kernel is `EOK`
+
+    def call_with(self, kernel: str) -> str:
+        return re.sub(r"\bEOK\b", kernel, self.call)
+
     contract: str
     bench_size: int  # values per row in the benchmark
 
@@ -104,24 +113,24 @@ OPENBLAS: dict[str, OpenBlasRoutine] = {
 
 # Library-grade variants (the `*_blas` tasks): the task takes the library's increments with BLAS's meaning
 # (a negative increment starts at the far end of the array), OpenBLAS's interface has already moved the
-# pointer to that far end (interface/dot.c, axpy.c, nrm2.c, gemv.c): EOK_START moves it back. What is left
+# pointer to that far end (interface/dot.c, axpy.c, nrm2.c, gemv.c): eok_start moves it back. What is left
 # to the library's previous kernel: sizes and increments beyond int, and a zero alpha (the task returns at
 # once; OpenBLAS's interface never calls the kernel with one, its other callers may, and expect y += 0*x).
 _INT_INC = "{v} >= -INT_MAX && {v} <= INT_MAX"
 _FULL = {
     "sdot_blas": ("sdot", f"n <= INT_MAX && {_INT_INC.format(v='inc_x')} && {_INT_INC.format(v='inc_y')}",
-                  "return EOK((int)n, EOK_START(x, n, inc_x), (int)inc_x, EOK_START(y, n, inc_y), (int)inc_y);"),
+                  "return EOK((int)n, eok_start(x, n, inc_x), (int)inc_x, eok_start(y, n, inc_y), (int)inc_y);"),
     "saxpy_blas": ("saxpy",
                    f"n <= INT_MAX && da != 0.0f && {_INT_INC.format(v='inc_x')} && {_INT_INC.format(v='inc_y')}",
-                   "EOK((int)n, da, EOK_START(x, n, inc_x), (int)inc_x, EOK_START(y, n, inc_y), (int)inc_y);\n"
+                   "EOK((int)n, da, eok_start(x, n, inc_x), (int)inc_x, eok_start(y, n, inc_y), (int)inc_y);\n"
                    "        return 0;"),
     "sgemv_t_blas": ("sgemv_t",
                      "m <= INT_MAX && n <= INT_MAX && lda <= INT_MAX && alpha != 0.0f && "
                      f"{_INT_INC.format(v='inc_x')} && {_INT_INC.format(v='inc_y')}",
-                     "EOK((int)m, (int)n, alpha, a, (int)lda, EOK_START(x, m, inc_x), (int)inc_x, 1.0f, "
-                     "EOK_START(y, n, inc_y), (int)inc_y);\n        return 0;"),
+                     "EOK((int)m, (int)n, alpha, a, (int)lda, eok_start(x, m, inc_x), (int)inc_x, 1.0f, "
+                     "eok_start(y, n, inc_y), (int)inc_y);\n        return 0;"),
     "snrm2_blas": ("snrm2", f"n <= INT_MAX && {_INT_INC.format(v='inc_x')}",
-                   "return EOK((int)n, EOK_START(x, n, inc_x), (int)inc_x);"),
+                   "return EOK((int)n, eok_start(x, n, inc_x), (int)inc_x);"),
 }  # fmt: skip
 for _task, (_narrow, _covered, _call) in _FULL.items():
     _zero = ", alpha != 0" if "0.0f" in _covered else ""
