@@ -109,12 +109,12 @@ def build_library(
     recipe = recipe_for(library)
     profile = load_target(target)
     clone = _checked_clone(clone, recipe)
+    recipe.precheck(clone, profile)
     commit, dirty = clone_state(clone)
     folder = cache_folder(home, library, commit, dirty, profile.key)
     if (folder / MANIFEST_NAME).is_file():
         progress(f"{library}: cached build of {commit[:10]}{' (with changes)' if dirty else ''} in {folder}")
         return read_manifest(folder)
-    recipe.precheck(clone, profile)
     check_toolchain(recipe)
     progress(f"{library}: copying the tree of {clone} ({commit[:10]}{', with changes' if dirty else ''})")
     src = folder / "src"
@@ -141,14 +141,13 @@ def build_library(
 
 def _checked_clone(clone: Path, recipe: Recipe) -> Path:
     clone = Path(clone).expanduser().resolve()
+    name = recipe.display
     if not clone.is_dir():
-        raise LibraryBuildError(f"{clone}: no such folder", f"give the path of a git clone of {recipe.library}")
+        raise LibraryBuildError(f"{clone}: no such folder", f"give the path of a git clone of {name}")
     if _git(clone, "rev-parse", "--show-toplevel") is None:
-        raise LibraryBuildError(f"{clone}: not a git clone", f"give a `git clone` of {recipe.library}")
+        raise LibraryBuildError(f"{clone}: not a git clone", f"give a `git clone` of {name}")
     if reason := recipe.not_this_library(clone):
-        raise LibraryBuildError(
-            f"{clone}: not a {recipe.library} clone ({reason})", f"give a clone of {recipe.library}"
-        )
+        raise LibraryBuildError(f"{clone}: not a clone of {name} ({reason})", f"give a git clone of {name}")
     return clone
 
 
@@ -257,7 +256,7 @@ def run_step(step: BuildStep, clone_label: str, progress: Progress) -> int:
     Raises LibraryBuildError with the last compiler error line when the command fails.
     """
     env = {**os.environ, "LC_ALL": "C", **step.env}
-    log = step.cwd / f"eok-{step.what}.log"
+    log = step.cwd / f"eok-{step.what.replace(' ', '-')}.log"
     count, last = 0, 0.0
     errors: list[str] = []
     with log.open("w") as fh:

@@ -103,10 +103,16 @@ def _ninja_progress(line: str) -> str | None:
 
 
 def _ggml_march(build: Path) -> list[str]:
-    """The -march ggml's CMake chose for its CPU backend (it follows ours on the compile line)."""
-    flags = build / "src" / "ggml-cpu" / "CMakeFiles" / "ggml-cpu.dir" / "flags.make"
-    text = flags.read_text(errors="replace") if flags.is_file() else ""
-    return sorted(set(re.findall(r"-march=\S+|-mabi=\S+", text)))
+    """The -march/-mabi ggml's CMake chose for its CPU backend (they follow ours on its compile lines)."""
+    ninja = build / "build.ninja"
+    edge = ""
+    for line in ninja.read_text(errors="replace").splitlines() if ninja.is_file() else []:
+        if line.startswith("build "):
+            edge = line
+        elif "ggml-cpu.dir" in edge and line.strip().startswith("FLAGS ="):
+            # the last of each kind is the one the compiler uses
+            return [*re.findall(r"-march=\S+", line)[-1:], *re.findall(r"-mabi=\S+", line)[-1:]]
+    return []
 
 
 def check_routine(routine: str) -> str:
