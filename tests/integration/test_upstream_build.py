@@ -117,16 +117,36 @@ def test_a_changed_tree_is_rebuilt_and_its_failing_test_named(openblas) -> None:
     kernel.write_text(
         kept.replace("return __riscv_vfmv_f_s_f32m1_f32(sum);", "return __riscv_vfmv_f_s_f32m1_f32(sum) + 1;")
     )
+    lines: list[str] = []
     try:
-        changed = build_library("openblas", clone, "k1-x60")
+        changed = build_library("openblas", clone, "k1-x60", progress=lines.append)
         assert changed.commit == built.commit and changed.archives != built.archives  # another cache folder
-        assert "-dirty" in Path(changed.archives[0]).parent.parent.name
+        src = Path(changed.archives[0]).parent
+        assert "-dirty" in src.parent.name
+        # Only the changed kernel was compiled again, in a copy of the clean build.
+        assert any(line.startswith("openblas: reusing the build in ") for line in lines)
+        compiles = [ln for ln in (src / "eok-compiling.log").read_text().splitlines() if ln.startswith("clang")]
+        assert len(compiles) == 1 and "dot_rvv.c" in compiles[0]
         result = run_library_tests(changed, "sdot")
         assert not result.ok and result.failed_cases == ["CBLAS_SDOT"]
         assert run_library_tests(changed, "saxpy").ok  # the other routine's test still passes
     finally:
         kernel.write_text(kept)
     assert build_library("openblas", clone, "k1-x60") == built  # the clean tree: the first build again
+
+
+def test_a_changed_header_gets_a_clean_build(openblas) -> None:
+    clone, built, _ = openblas
+    header = clone / "common.h"
+    kept = header.read_text()
+    header.write_text(kept + "/* make does not see this header change in the objects that include it */\n")
+    lines: list[str] = []
+    try:
+        changed = build_library("openblas", clone, "k1-x60", progress=lines.append)
+    finally:
+        header.write_text(kept)
+    assert lines[0].startswith("openblas: copying the tree") and changed.archives != built.archives
+    assert run_library_tests(changed, "sdot").ok
 
 
 def test_a_build_failure_is_one_line_with_the_compiler_error(tmp_path: Path, home: Path) -> None:
