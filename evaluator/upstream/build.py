@@ -12,12 +12,14 @@ module (openblas.py, ggml.py, mlas.py); this one does what they share.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -113,9 +115,25 @@ def build_library(
     recipe.precheck(clone, profile)
     commit, dirty = clone_state(clone)
     folder = cache_folder(home, library, commit, dirty, profile.key)
-    if (folder / MANIFEST_NAME).is_file():
-        progress(f"{library}: cached build of {commit[:10]}{' (with changes)' if dirty else ''} in {folder}")
-        return read_manifest(folder)
+    with _locked(folder, progress):  # two processes asking for one build: the second waits, then reads the cache
+        if (folder / MANIFEST_NAME).is_file():
+            progress(f"{library}: cached build of {commit[:10]}{' (with changes)' if dirty else ''} in {folder}")
+            return read_manifest(folder)
+        return _build(recipe, clone, profile, commit, dirty, folder, home, progress, jobs)
+
+
+def _build(
+    recipe: Recipe,
+    clone: Path,
+    profile: TargetProfile,
+    commit: str,
+    dirty: str | None,
+    folder: Path,
+    home: Path | None,
+    progress: Progress,
+    jobs: int,
+) -> BuiltLibrary:
+    library = recipe.library
     check_toolchain(recipe)
     src = folder / "src"
     state = f"{commit[:10]}{', with changes' if dirty else ''}"
@@ -140,6 +158,21 @@ def build_library(
     built.write(folder)
     progress(f"{library}: built in {time.monotonic() - t0:.0f} s -> {folder}")
     return built
+
+
+@contextmanager
+def _locked(folder: Path, progress: Progress) -> Iterator[None]:
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f"{folder.name}.lock", "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            progress(f"waiting for another process building {folder}")
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 # ------------------------------------------------------------------------------------- the clone

@@ -11,6 +11,7 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -133,6 +134,23 @@ def test_a_changed_tree_is_rebuilt_and_its_failing_test_named(openblas) -> None:
     finally:
         kernel.write_text(kept)
     assert build_library("openblas", clone, "k1-x60") == built  # the clean tree: the first build again
+
+
+def test_two_builds_of_one_tree_at_once_build_it_once(openblas) -> None:
+    clone, built, _ = openblas
+    axpy = clone / "kernel" / "riscv64" / "axpy.c"
+    kept = axpy.read_text()
+    axpy.write_text(kept + "/* a change both builds see */\n")
+    logs: list[list[str]] = [[], []]
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            jobs = [pool.submit(build_library, "openblas", clone, "k1-x60", progress=log.append) for log in logs]
+            first, second = (job.result() for job in jobs)
+    finally:
+        axpy.write_text(kept)
+    assert first == second and first.archives != built.archives
+    built_once = [log for log in logs if any(line.startswith("openblas: built in") for line in log)]
+    assert len(built_once) == 1 and any("cached build" in line for log in logs for line in log)
 
 
 def test_a_changed_header_gets_a_clean_build(openblas) -> None:
