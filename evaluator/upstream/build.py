@@ -12,12 +12,14 @@ module (openblas.py, ggml.py, mlas.py); this one does what they share.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -62,6 +64,7 @@ class Recipe(Protocol):
 
     library: str
     display: str  # how people write its name: "OpenBLAS"
+    relocatable: bool  # its build tree may be copied to another folder and rebuilt there incrementally
     tools: tuple[str, ...]  # programs the build runs, checked before anything starts
 
     def not_this_library(self, clone: Path) -> str | None:
@@ -109,16 +112,37 @@ def build_library(
     recipe = recipe_for(library)
     profile = load_target(target)
     clone = _checked_clone(clone, recipe)
+    recipe.precheck(clone, profile)
     commit, dirty = clone_state(clone)
     folder = cache_folder(home, library, commit, dirty, profile.key)
-    if (folder / MANIFEST_NAME).is_file():
-        progress(f"{library}: cached build of {commit[:10]}{' (with changes)' if dirty else ''} in {folder}")
-        return read_manifest(folder)
-    recipe.precheck(clone, profile)
+    with _locked(folder, progress):  # two processes asking for one build: the second waits, then reads the cache
+        if (folder / MANIFEST_NAME).is_file():
+            progress(f"{library}: cached build of {commit[:10]}{' (with changes)' if dirty else ''} in {folder}")
+            return read_manifest(folder)
+        return _build(recipe, clone, profile, commit, dirty, folder, home, progress, jobs)
+
+
+def _build(
+    recipe: Recipe,
+    clone: Path,
+    profile: TargetProfile,
+    commit: str,
+    dirty: str | None,
+    folder: Path,
+    home: Path | None,
+    progress: Progress,
+    jobs: int,
+) -> BuiltLibrary:
+    library = recipe.library
     check_toolchain(recipe)
-    progress(f"{library}: copying the tree of {clone} ({commit[:10]}{', with changes' if dirty else ''})")
     src = folder / "src"
-    copy_tree(clone, src)
+    state = f"{commit[:10]}{', with changes' if dirty else ''}"
+    seed = _seed(home, library, clone, commit, profile.key) if recipe.relocatable else None
+    if seed and seed_tree(seed / "src", clone, src):
+        progress(f"{library}: reusing the build in {seed.name} for {state}: only changed sources are compiled")
+    else:
+        progress(f"{library}: copying the tree of {clone} ({state})")
+        copy_tree(clone, src)
     t0 = time.monotonic()
     out = recipe.build(src, profile, progress, jobs)
     built = BuiltLibrary(
@@ -136,19 +160,33 @@ def build_library(
     return built
 
 
+@contextmanager
+def _locked(folder: Path, progress: Progress) -> Iterator[None]:
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f"{folder.name}.lock", "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            progress(f"waiting for another process building {folder}")
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 # ------------------------------------------------------------------------------------- the clone
 
 
 def _checked_clone(clone: Path, recipe: Recipe) -> Path:
     clone = Path(clone).expanduser().resolve()
+    name = recipe.display
     if not clone.is_dir():
-        raise LibraryBuildError(f"{clone}: no such folder", f"give the path of a git clone of {recipe.library}")
+        raise LibraryBuildError(f"{clone}: no such folder", f"give the path of a git clone of {name}")
     if _git(clone, "rev-parse", "--show-toplevel") is None:
-        raise LibraryBuildError(f"{clone}: not a git clone", f"give a `git clone` of {recipe.library}")
+        raise LibraryBuildError(f"{clone}: not a git clone", f"give a `git clone` of {name}")
     if reason := recipe.not_this_library(clone):
-        raise LibraryBuildError(
-            f"{clone}: not a {recipe.library} clone ({reason})", f"give a clone of {recipe.library}"
-        )
+        raise LibraryBuildError(f"{clone}: not a clone of {name} ({reason})", f"give a git clone of {name}")
     return clone
 
 
@@ -217,6 +255,51 @@ def copy_tree(clone: Path, dest: Path) -> None:
         raise LibraryBuildError(f"{clone}: copying the tree failed ({why[-1] if why else 'tar failed'})")
 
 
+SOURCE_SUFFIXES = (".c", ".S", ".s", ".cpp", ".cc")
+
+
+def _seed(home: Path | None, library: str, clone: Path, commit: str, target: str) -> Path | None:
+    """A finished clean build of this commit or of its parent (an export's branch commits on top of the
+    commit built first), to copy and rebuild incrementally; None when there is none."""
+    parent = (_git(clone, "rev-parse", "--verify", "-q", f"{commit}^") or "").strip()
+    for base in filter(None, (commit, parent)):
+        folder = cache_folder(home, library, base, None, target)
+        if (folder / MANIFEST_NAME).is_file() and (folder / "files.list").is_file():
+            return folder
+    return None
+
+
+def seed_tree(seed_src: Path, clone: Path, dest: Path) -> bool:
+    """Copy an earlier build tree to `dest` and bring the clone's changed files into it, when only source files
+    differ (make and ninja then recompile just those). False, with nothing left at `dest`, when a header,
+    a Makefile or a removed file differs: make does not track those, so only a clean build is safe.
+    """
+    before = set(filter(None, (seed_src.parent / "files.list").read_bytes().decode().split("\0")))
+    files = _tree_files(clone)
+    if before - set(files):
+        return False
+    changed = [rel for rel in files if not _same_file(clone / rel, seed_src / rel)]
+    if any(not rel.endswith(SOURCE_SUFFIXES) for rel in changed):
+        return False
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    # -a keeps the build's timestamps, so only what the copies below touch is older than its sources
+    subprocess.run(["cp", "-a", str(seed_src), str(dest)], check=True)
+    for rel in changed:
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(clone / rel, dest / rel)
+    (dest.parent / "files.list").write_bytes("\0".join(files).encode())
+    return True
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.stat().st_size == b.stat().st_size and a.read_bytes() == b.read_bytes()
+    except OSError:
+        return False
+
+
 # ------------------------------------------------------------------------------------ toolchain
 
 
@@ -257,7 +340,7 @@ def run_step(step: BuildStep, clone_label: str, progress: Progress) -> int:
     Raises LibraryBuildError with the last compiler error line when the command fails.
     """
     env = {**os.environ, "LC_ALL": "C", **step.env}
-    log = step.cwd / f"eok-{step.what}.log"
+    log = step.cwd / f"eok-{step.what.replace(' ', '-')}.log"
     count, last = 0, 0.0
     errors: list[str] = []
     with log.open("w") as fh:

@@ -20,6 +20,7 @@ RISCV_DIR = f"{MLAS_DIR}/lib/riscv64"
 class Mlas:
     library = "onnxruntime-mlas"
     display = "ONNX Runtime's MLAS"
+    relocatable = False
     tools = ("cmake",)
 
     def not_this_library(self, clone: Path) -> str | None:

@@ -38,6 +38,7 @@ ROUTINES = tuple(LEVEL)
 class OpenBlas:
     library = "openblas"
     display = "OpenBLAS"
+    relocatable = True  # relative paths in its Makefiles
     tools = ("make", "gcc")
 
     def not_this_library(self, clone: Path) -> str | None:
