@@ -156,6 +156,7 @@ def _verify(
     if t.failed or not t.passed:
         cases = ", ".join(t.failed_cases[:5]) or "no case ran"
         result.problem = f"{t.failed} of {t.passed + t.failed} library tests of {routine.routine} failed: {cases}"
+        return  # the cycles of a wrong kernel are no figure to print beside the library's
     progress(
         f"export: {result.library}'s benchmark of {routine.routine} at size {routine.bench_size}, before and after"
     )
