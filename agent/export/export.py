@@ -12,6 +12,7 @@ from agent.export.git import branch_worktree, check_clone, commit
 from agent.export.routines import ExportRefused, GgmlRoutine, OpenBlasRoutine, ggml_routine, openblas_routine
 from agent.export.runfolder import RunRecord, read_run, resolve
 from core.errors import EokError
+from evaluator.tasks import KernelTask
 
 Progress = Callable[[str], None]
 EXPORT_LIBRARIES = ("openblas", "ggml")
@@ -87,7 +88,7 @@ def export_run(
         commit="",
         files=[str(p) for p in files],
         message=commit_message(record, library, routine, files, base),
-        bench_size=routine.bench_size,
+        bench_size=bench_size(task, routine),
     )
     if not record.best.get("improved", True):
         result.notes.append(NOT_IMPROVED)
@@ -98,6 +99,12 @@ def export_run(
         if verify:
             _verify(result, before, tree, record.target, routine, home, progress)
     return result
+
+
+def bench_size(task: KernelTask, routine: OpenBlasRoutine | GgmlRoutine) -> int:
+    """The library benchmark's size: the task's bench size (ggml's counts values, the task's blocks of 32)."""
+    size = task.bench_size
+    return size["nb"] * 32 if "nb" in size else size["n"]
 
 
 def _plan(record: RunRecord, routine: OpenBlasRoutine | GgmlRoutine, clone: Path) -> dict[Path, str]:
@@ -157,12 +164,10 @@ def _verify(
         cases = ", ".join(t.failed_cases[:5]) or "no case ran"
         result.problem = f"{t.failed} of {t.passed + t.failed} library tests of {routine.routine} failed: {cases}"
         return  # the cycles of a wrong kernel are no figure to print beside the library's
-    progress(
-        f"export: {result.library}'s benchmark of {routine.routine} at size {routine.bench_size}, before and after"
-    )
+    progress(f"export: {result.library}'s benchmark of {routine.routine} at size {result.bench_size}, before and after")
     try:
-        result.cycles_before = run_library_benchmark(before, routine.routine, routine.bench_size)
-        result.cycles_after = run_library_benchmark(after, routine.routine, routine.bench_size)
+        result.cycles_before = run_library_benchmark(before, routine.routine, result.bench_size)
+        result.cycles_after = run_library_benchmark(after, routine.routine, result.bench_size)
     except EokError as e:  # no benchmark driver for this routine: the tests still judge the export
         result.notes.append(f"no library benchmark: {e.message}")
 

@@ -37,7 +37,6 @@ class OpenBlasRoutine:
         return re.sub(r"\bEOK\b", kernel, self.call)
 
     contract: str  # the task's contract in words, for the file, the commit and the docs
-    bench_size: int  # the size the library benchmark runs at (the task's bench size)
     full: bool = False  # the task has the library's whole interface (a library-grade `*_blas` variant)
 
 
@@ -53,7 +52,6 @@ class GgmlRoutine:
         return re.sub(r"\bEOK\b", kernel, self.call)
 
     contract: str
-    bench_size: int  # values per row in the benchmark
 
 
 _INT_N = "n > 0 && n <= INT_MAX"
@@ -67,7 +65,6 @@ OPENBLAS: dict[str, OpenBlasRoutine] = {
         covered=f"inc_x == 1 && inc_y == 1 && {_INT_N}",
         call="return EOK((int)n, x, y);",
         contract="unit strides and 0 < n <= INT_MAX",
-        bench_size=16384,
     ),
     "saxpy": OpenBlasRoutine(
         routine="saxpy",
@@ -81,7 +78,6 @@ OPENBLAS: dict[str, OpenBlasRoutine] = {
         covered=f"inc_x == 1 && inc_y == 1 && {_INT_N}",
         call="EOK((int)n, da, x, y);\n        return 0;",
         contract="unit strides and 0 < n <= INT_MAX",
-        bench_size=16384,
     ),
     "sgemv_t": OpenBlasRoutine(
         routine="sgemv_t",
@@ -96,7 +92,6 @@ OPENBLAS: dict[str, OpenBlasRoutine] = {
         covered="inc_x == 1 && inc_y == 1 && lda == m && m > 0 && n > 0 && m <= INT_MAX && n <= INT_MAX",
         call="EOK((int)m, (int)n, alpha, a, x, 1.0f, y);\n        return 0;",
         contract="unit strides, lda == m, 0 < m, n <= INT_MAX; beta = 1 (the library applied beta before)",
-        bench_size=512,
     ),
     "snrm2": OpenBlasRoutine(
         routine="snrm2",
@@ -107,7 +102,6 @@ OPENBLAS: dict[str, OpenBlasRoutine] = {
         covered=f"inc_x == 1 && {_INT_N}",
         call="return EOK((int)n, x);",
         contract="unit stride and 0 < n <= INT_MAX",
-        bench_size=100000,
     ),
 }
 
@@ -148,21 +142,18 @@ GGML: dict[str, GgmlRoutine] = {
         block="block_q8_0",
         call="*s = n >= QK8_0 ? EOK(n / QK8_0, (const uint8_t *) vx, (const uint8_t *) vy) : 0.0f;",
         contract="one row pair (nrc == 1) of n / 32 blocks of block_q8_0 (34 bytes each)",
-        bench_size=4096,
     ),
     "q4_0_q8_0_dot": GgmlRoutine(
         routine="ggml_vec_dot_q4_0_q8_0",
         block="block_q4_0",
         call="*s = n >= QK8_0 ? EOK(n / QK8_0, (const uint8_t *) vx, (const uint8_t *) vy) : 0.0f;",
         contract="one row pair (nrc == 1): n / 32 blocks of block_q4_0 (18 bytes) times block_q8_0 (34 bytes)",
-        bench_size=4096,
     ),
     "q8_0_q8_0_dot_ggml": GgmlRoutine(
         routine="ggml_vec_dot_q8_0_q8_0",
         block="block_q8_0",
         call="EOK(n, s, bs, (const uint8_t *) vx, bx, (const uint8_t *) vy, by, nrc);",
         contract="ggml's own signature and layout (the task is ggml's contract with nrc == 1)",
-        bench_size=4096,
     ),
 }
 
