@@ -211,6 +211,12 @@ def test_refusals_write_nothing(home: Path, openblas: Path, tmp_path: Path) -> N
             export_run("run-test-dirty", "openblas", openblas, home=home)
     finally:
         subprocess.run(["git", "-C", str(openblas), "checkout", "--", str(listing)], check=True)
+    # A branch of the export's name already there: refused with the line that deletes it.
+    write_run(home, "sdot", name="again")
+    subprocess.run(["git", "-C", str(openblas), "branch", "eok/sdot-run-test-again"], check=True)
+    with pytest.raises(ExportRefused, match=r"already has a branch eok/sdot-run-test-again.*branch -D"):
+        export_run("run-test-again", "openblas", openblas, home=home)
+    subprocess.run(["git", "-C", str(openblas), "branch", "-D", "eok/sdot-run-test-again"], check=True)
     assert _state(openblas) == head
     branches = subprocess.run(["git", "-C", str(openblas), "branch"], capture_output=True, text=True).stdout
     assert "snrm2" not in branches and "sgemm" not in branches and "dirty" not in branches
