@@ -45,36 +45,40 @@ def export_command(
         raise typer.Exit(1)
 
 
+def _say(text: str, **style: str) -> None:
+    console.print(text, highlight=False, soft_wrap=True, **style)  # a path or command is never wrapped
+
+
 def _print(r, verify: bool) -> None:
-    console.print(f"{r.library}: branch {r.branch} at {r.commit[:10]} (from {r.base[:10]})", highlight=False)
+    _say(f"{r.library}: branch {r.branch} at {r.commit[:10]} (from {r.base[:10]})")
     for f in r.files:
-        console.print(f"  {f}", highlight=False)
+        _say(f"  {f}")
     if not verify:
-        console.print("not built or tested (--no-verify)", highlight=False)
+        _say("not built or tested (--no-verify)")
         return
-    console.print(_table(r), highlight=False)
+    _say(f"{r.routine}: the library's benchmark at n={r.bench_size} (modeled cycles), its tests under qemu")
+    _say(_table(r))
     for note in r.notes:
-        console.print(f"note: {note}", highlight=False)
+        _say(f"note: {note}")
     if r.good:
-        console.print(f"good: every library test of {r.routine} passes with the exported kernel", highlight=False)
+        _say(f"good: every library test of {r.routine} passes with the exported kernel")
     else:
-        console.print(f"NOT good: {r.problem}", highlight=False, style="bold red")
-        console.print(f"the branch is left for inspection; delete it with: {r.delete_hint}", highlight=False)
+        _say(f"NOT good: {r.problem}", style="bold red")
+        _say(f"the branch is left for inspection; delete it with: {r.delete_hint}")
 
 
 def _table(r) -> str:
-    """A small table that fits 80 columns: the library's benchmark before and after, and its tests."""
+    """Rows of at most 72 columns: the library's benchmark at HEAD and on the branch, and its tests."""
     t = r.tests or {}
     before, after = r.cycles_before, r.cycles_after
-    speed = f"{before / after:.2f}x" if before and after else "-"
     rows = [
         ("", "HEAD (library)", "branch (EoK)"),
-        (f"{r.routine} bench, n={r.bench_size}", _cycles(before), _cycles(after)),
-        ("modeled speedup", "1.00x", speed),
-        ("library tests", "-", f"{t.get('passed', 0)} passed, {t.get('failed', 0)} failed"),
+        ("cycles", _cycles(before), _cycles(after)),
+        ("speedup", "1.00x" if before else "-", f"{before / after:.2f}x" if before and after else "-"),
+        ("library tests", "-", f"{t.get('passed', 0)} passed, {t.get('failed', 0)} failed" if t else "not run"),
     ]
-    return "\n".join(f"{a:<30}{b:>20}{c:>28}" for a, b, c in rows)
+    return "\n".join(f"  {a:<16}{b:>24}{c:>28}".rstrip() for a, b, c in rows)
 
 
 def _cycles(c: float | None) -> str:
-    return f"{c:,.0f} cycles" if c else "-"
+    return f"{c:,.0f}" if c else "-"
