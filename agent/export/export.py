@@ -163,6 +163,7 @@ def _verify(
     if t.failed or not t.passed:
         cases = ", ".join(t.failed_cases[:5]) or "no case ran"
         result.problem = f"{t.failed} of {t.passed + t.failed} library tests of {routine.routine} failed: {cases}"
+        result.problem += _at_head(before, routine.routine, t.failed_cases, progress)
         return  # the cycles of a wrong kernel are no figure to print beside the library's
     progress(f"export: {result.library}'s benchmark of {routine.routine} at size {result.bench_size}, before and after")
     try:
@@ -170,6 +171,22 @@ def _verify(
         result.cycles_after = run_library_benchmark(after, routine.routine, result.bench_size)
     except EokError as e:  # no benchmark driver for this routine: the tests still judge the export
         result.notes.append(f"no library benchmark: {e.message}")
+
+
+def _at_head(before: Any, routine: str, failed: list[str], progress: Progress) -> str:
+    """Whether the same cases fail at HEAD: then the export cannot be judged, whoever is at fault (the
+    library, the emulator); it is still not called good."""
+    from evaluator.upstream.library_tests import run_library_tests
+
+    progress("export: the same tests at HEAD, to tell the export's failures from the library's own")
+    try:
+        head = run_library_tests(before, routine, progress=progress)
+    except EokError as e:
+        return f" (at HEAD they do not run either: {e.message})"
+    same = sorted(set(failed) & set(head.failed_cases))
+    if same:
+        return f"; they fail at HEAD too ({', '.join(same[:5])}): the library's tests cannot judge this export here"
+    return f"; at HEAD they pass ({head.passed} passed): the exported kernel breaks them"
 
 
 def commit_message(

@@ -182,6 +182,8 @@ def test_export_whose_kernel_fails_a_library_test_is_not_good(
     out = json.loads(capsys.readouterr().out)
     assert code == 1 and out["good"] is False
     assert out["tests"]["failed"] >= 1 and "cblas_sdot" in out["problem"].lower()
+    assert "at HEAD they pass" in out["problem"]  # the library's own kernel passes the same tests
+    assert out["cycles_after"] is None  # no benchmark figure for a kernel the library's tests reject
     assert out["delete"] == f"git -C {openblas} branch -D eok/sdot-run-test-wrong"  # left for inspection
     assert (
         "eok/sdot-run-test-wrong"
