@@ -229,12 +229,68 @@ def write_artifacts(directory: Path, outcome: RunOutcome) -> dict[str, str]:
         paths["code"] = str(code)
     if outcome.history:
         paths["plot"] = str(_plot(directory / "speedup.png", outcome))
+    paths["record"] = str(_write_record(directory / RECORD_NAME, outcome))
     report = directory / "report.md"
     tmp = report.with_suffix(".md.tmp")
     tmp.write_text(_markdown(outcome, paths))
     tmp.replace(report)  # never a half-written report, even when interrupted
     paths["report"] = str(report)
     return paths
+
+
+RECORD_NAME = "run.json"
+
+
+def run_record(outcome: RunOutcome) -> dict[str, Any]:
+    """run.json: what a run folder holds for programs (`eok export` reads it): the run, its best kernel's
+    figures and the thoughts it came from, so the folder speaks for itself without the graph."""
+    r, b = outcome.run, outcome.best
+    best = None
+    if b and b.code and b.speedup:
+        best = {
+            # Below MIN_GAIN over the baseline the report proposes no kernel; an export may still be worth it
+            # against a library's kernel, which its own benchmark decides.
+            "improved": improved(over_baseline(b)),
+            "experience": b.id,
+            "step": b.step,
+            "code_file": candidate_file(b.step),
+            "speedup": b.speedup,
+            "competent_speedup": b.competent_speedup,
+            # Present once the task maps to a configured library (issue 21): the speedup over its kernel.
+            "library_speedup": getattr(b, "speedup_over_library", None),
+            "library_label": getattr(b, "library_label", None),
+            "baseline_cycles": b.baseline_cycles,
+            "competent_cycles": b.competent_cycles,
+            "candidate_cycles": b.candidate_cycles,
+            "measurement": b.measurement,
+            "cflags": list(b.cflags),
+            "build_flags": measured_flags(outcome),  # clang's flags as measured, without the compiler and file
+            "feedback": b.feedback,
+        }
+    return {
+        "run": r.id,
+        "task": r.task_id,
+        "task_path": _loads(r.settings).get("task_path"),
+        "target": r.target_key,
+        "generator": r.generator,
+        "status": str(r.status),
+        "evaluations": r.evaluations,
+        "best": best,
+        "lineage": [
+            {k: row.get(k) for k in ("depth", "experience", "thought", "thought_title", "technique", "idea_title")}
+            | {"speedup": row.get("speedup"), "competent_speedup": row.get("competent_speedup")}
+            for row in outcome.lineage
+        ]
+        if best
+        else [],
+    }
+
+
+def _write_record(path: Path, outcome: RunOutcome) -> Path:
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(run_record(outcome), indent=2) + "\n")
+    tmp.replace(path)
+    return path
 
 
 def candidate_file(step: int) -> str:

@@ -42,6 +42,7 @@ RUN_PACKAGES=(
   "${PY_PACKAGES[@]}" git ca-certificates
   clang-22 llvm-22 lld-22                                        # RVV intrinsics for -mcpu=spacemit-x60, llvm-mca
   qemu-user libc6-dev-riscv64-cross libgcc-12-dev-riscv64-cross  # the emulated K1 and its C library
+  libstdc++-12-dev-riscv64-cross make gcc cmake ninja-build      # eok upstream build: OpenBLAS's make, ggml's CMake
   openjdk-17-jdk-headless maven                                  # builds and runs the local Neo4j
 )
 TEST_PACKAGES=(openssh-server openssh-client docker-compose)

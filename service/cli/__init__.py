@@ -25,6 +25,8 @@ COMMAND_MODULES = {
     "worker": "cluster",
     "bootstrap": "cluster",
     "calibrate": "calibrate",
+    "upstream": "upstream",
+    "export": "export",
 }
 ALL_MODULES = tuple(dict.fromkeys(COMMAND_MODULES.values()))
 

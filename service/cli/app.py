@@ -57,7 +57,7 @@ class GeneratorName(StrEnum):
 
 
 # Commands that write under EOK_HOME (Neo4j data, caches, run artefacts): it is checked before they start.
-WRITES_HOME = {"db", "eval", "optimize", "mine", "serve", "up", "ideas", "calibrate"}
+WRITES_HOME = {"db", "eval", "optimize", "mine", "serve", "up", "ideas", "calibrate", "upstream", "export"}
 INTERRUPTED_EXIT = 130  # the shell's code for a process stopped by SIGINT
 
 
