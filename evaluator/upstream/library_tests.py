@@ -23,7 +23,7 @@ from evaluator.upstream.build import LINK_FLAGS, BuildStep, LibraryBuildError, P
 from evaluator.upstream.built import BuiltLibrary
 
 QEMU = "qemu-riscv64"
-TEST_TIMEOUT_S = 600  # xscblat3 runs every sgemm shape of its input: minutes under qemu on a busy machine
+TEST_TIMEOUT_S = 1800  # a whole tester (xscblat3, test-quantize-fns: every type) under qemu on a busy machine
 TAIL_LINES = 20
 DRIVERS = Path(__file__).resolve().parent / "drivers"
 # A routine's benchmark variant -> (the routine whose tests cover it, the driver's -D defines).
