@@ -84,6 +84,9 @@ def run_library_benchmark(built: BuiltLibrary, routine: str, size: int, *, progr
     from evaluator.costmodel import machine_for, model_kernel_cycles
     from evaluator.runners.qemu import model_cache_dir
 
+    if size <= 0 or (built.library == "ggml" and size % 32):
+        need = "a positive multiple of 32 (ggml's block length)" if built.library == "ggml" else "a positive n"
+        raise InvalidInput(f"benchmark size {size}: not {need}", "give the elements of a vector, or n of n x n")
     target = load_target(built.target)
     binary = build_benchmark(built, routine, target)
     progress(f"{built.label}: modeling {routine} n={size} under qemu")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import InvalidInput
 from core.settings import get_settings
 from evaluator.upstream.build import LibraryBuildError, build_library
 from evaluator.upstream.built import MANIFEST_NAME, BuiltLibrary, read_manifest
@@ -208,6 +209,8 @@ def test_ggml_own_quantize_tests_pass_for_both_dots(ggml) -> None:
 def test_ggml_benchmark_is_priced_by_the_cost_model(ggml) -> None:
     _, built, _ = ggml
     assert run_library_benchmark(built, "ggml_vec_dot_q8_0_q8_0", 1024) > 0
+    with pytest.raises(InvalidInput, match="benchmark size 1000: not a positive multiple of 32"):
+        run_library_benchmark(built, "ggml_vec_dot_q8_0_q8_0", 1000)
 
 
 # ---------------------------------------------------------------------------------------------- CLI
