@@ -6,8 +6,9 @@ target's ISA. The cache folder is keyed by the clone's HEAD commit, a hash of it
 the target: `$EOK_HOME/upstream/<library>/<commit>[-dirty<hash>]-<target>/`, holding `src/` (the tree
 built) and `eok-library.json` (the `BuiltLibrary` manifest). A clone is never written to. A second call for
 the same state answers from the manifest; a tree with other changes (an export's branch) is another key,
-so a rebuild never answers from the old build. How each library is recognised and built lives in its own
-module (openblas.py, ggml.py, mlas.py); this one does what they share.
+so a rebuild never answers from the old build; when only source files changed, the clean build is copied
+and rebuilt incrementally (seed_tree). How each library is recognised and built lives in its own module
+(openblas.py, ggml.py, mlas.py); this one does what they share. docs/UPSTREAM.md has the whole story.
 """
 
 from __future__ import annotations
@@ -138,8 +139,10 @@ def _build(
     src = folder / "src"
     state = f"{commit[:10]}{', with changes' if dirty else ''}"
     seed = _seed(home, library, clone, commit, profile.key) if recipe.relocatable else None
+    if seed:
+        progress(f"{library}: comparing the tree of {clone} ({state}) with the build in {seed.name}")
     if seed and seed_tree(seed / "src", clone, src):
-        progress(f"{library}: reusing the build in {seed.name} for {state}: only changed sources are compiled")
+        progress(f"{library}: reusing the build in {seed.name}: only changed sources are compiled")
     else:
         progress(f"{library}: copying the tree of {clone} ({state})")
         copy_tree(clone, src)

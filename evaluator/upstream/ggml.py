@@ -120,9 +120,3 @@ def _ggml_march(build: Path) -> list[str]:
             # the last of each kind is the one the compiler uses
             return [*re.findall(r"-march=\S+", line)[-1:], *re.findall(r"-mabi=\S+", line)[-1:]]
     return []
-
-
-def check_routine(routine: str) -> str:
-    if routine not in QUANT_TYPE:
-        raise LibraryBuildError(f"ggml routine {routine!r}: no test for it here", f"one of: {', '.join(ROUTINES)}")
-    return QUANT_TYPE[routine]

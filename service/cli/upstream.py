@@ -49,7 +49,7 @@ def build_command(
         return
     console.print(f"{built.label} for {built.target}:", highlight=False)
     for archive in built.archives:
-        console.print(f"  {archive}", highlight=False)
+        console.print(f"  {archive}", highlight=False, soft_wrap=True)
 
 
 @upstream_app.command("test")
@@ -80,7 +80,7 @@ def test_command(
         )
         for case in result.failed_cases:
             console.print(f"  failed: {case}", highlight=False)
-        console.print(f"  ran: {result.command}", highlight=False)
+        console.print(f"  ran: {result.command}", highlight=False, soft_wrap=True)
         if cycles is not None:
             console.print(f"  modeled cycles at n={bench}: {cycles:,.0f}", highlight=False)
         if not result.ok:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import InvalidInput
 from core.settings import get_settings
 from evaluator.upstream.build import LibraryBuildError, build_library
 from evaluator.upstream.built import MANIFEST_NAME, BuiltLibrary, read_manifest
@@ -163,7 +164,8 @@ def test_a_changed_header_gets_a_clean_build(openblas) -> None:
         changed = build_library("openblas", clone, "k1-x60", progress=lines.append)
     finally:
         header.write_text(kept)
-    assert lines[0].startswith("openblas: copying the tree") and changed.archives != built.archives
+    assert lines[0].startswith("openblas: comparing the tree") and lines[1].startswith("openblas: copying the tree")
+    assert changed.archives != built.archives
     assert run_library_tests(changed, "sdot").ok
 
 
@@ -207,6 +209,8 @@ def test_ggml_own_quantize_tests_pass_for_both_dots(ggml) -> None:
 def test_ggml_benchmark_is_priced_by_the_cost_model(ggml) -> None:
     _, built, _ = ggml
     assert run_library_benchmark(built, "ggml_vec_dot_q8_0_q8_0", 1024) > 0
+    with pytest.raises(InvalidInput, match="benchmark size 1000: not a positive multiple of 32"):
+        run_library_benchmark(built, "ggml_vec_dot_q8_0_q8_0", 1000)
 
 
 # ---------------------------------------------------------------------------------------------- CLI

@@ -23,7 +23,16 @@ from service.cli.app import WRITES_HOME, run_cli
 _register()
 
 # A valid value for each required argument, so only the bad value under test can fail the command.
-VALID_ARGUMENTS = {"task": "relu", "query": "vector dot", "node_id": "thought:x", "name": "relu", "repo": "."}
+VALID_ARGUMENTS = {
+    "task": "relu",
+    "query": "vector dot",
+    "node_id": "thought:x",
+    "name": "relu",
+    "repo": ".",
+    "library": "openblas",
+    "clone": ".",
+    "routine": "sdot",
+}
 
 
 def _commands() -> list[tuple[tuple[str, ...], Any]]:
@@ -97,6 +106,9 @@ EXTRA_CASES = [
     (["mine", "/nonexistent/repo"], "/nonexistent/repo"),
     (["eval", "relu", "--library", "/"], "/eok-library.json: no built library here"),
     (["optimize", "relu", "--library", "/"], "/eok-library.json: no built library here"),
+    (["upstream", "build", "openblas", "/nonexistent/clone"], "/nonexistent/clone"),
+    (["upstream", "build", "ggml", "/nonexistent/clone", "--target", "zz"], "target 'zz'"),
+    (["upstream", "test", "openblas", "/nonexistent/clone", "sdot"], "/nonexistent/clone"),
 ]
 
 
