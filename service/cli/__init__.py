@@ -51,6 +51,14 @@ COMMAND_SUMMARY: tuple[tuple[str, bool, str], ...] = (
         "Time the calibration kernels on a board, fit the target's bandwidths and instruction-class prices,\n"
         "and write a target file to pass with `--target` to `eok eval` and `eok optimize`.",
     ),
+    ("upstream", True, "Build OpenBLAS, ggml or ONNX Runtime's MLAS for a target; run their own tests."),
+    (
+        "export",
+        False,
+        "Write the run's best kernel into the library in its own conventions, as one commit on a new branch\n"
+        "eok/<task>-<run>; build it, run the library's own tests for the routine under qemu and its benchmark\n"
+        "under the cost model at HEAD and on the branch. Exits non-zero when a library test fails.",
+    ),
 )
 
 
