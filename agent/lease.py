@@ -111,10 +111,12 @@ class RunLease:
         finally:
             done.set()
             beat.join(timeout=5.0)
-            try:
-                self.release()
-            except Exception as e:  # the lease then simply expires
-                log.warning("run %s: could not release its lease: %s", self.run_id, e)
+            # With the graph gone a release would wait out the driver's retries; the lease expires instead.
+            if not self.graph_gone:
+                try:
+                    self.release()
+                except Exception as e:  # the lease then simply expires
+                    log.warning("run %s: could not release its lease: %s", self.run_id, e)
 
     def _heartbeat(self, done: threading.Event, stop: threading.Event) -> None:
         renewed_at = time.monotonic()

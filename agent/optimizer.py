@@ -92,6 +92,7 @@ class RunState:
     # competent / plain speedup: the same for every candidate of the task (plain / competent baseline time)
     competent_ratio: float | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    graph_gone: Unavailable | None = None  # the first record that found the graph gone: later ones do not wait
 
     @property
     def best_speedup(self) -> float | None:
@@ -190,6 +191,7 @@ class Optimizer:
                 if lease.graph_gone:
                     raise lease.graph_gone
             except Unavailable as e:  # the graph is gone: nothing can record the failure; say how to go on
+                lease.graph_gone = lease.graph_gone or e  # and nothing can release the lease: it expires
                 emit(ProgressEvent(run_id=run_id, kind="failed", message=e.message[:500]))
                 raise Unavailable(
                     f"the graph stopped answering during run {run_id} ({e.message})",
@@ -513,7 +515,13 @@ class Optimizer:
             if speedup and exp.competent_speedup:
                 state.competent_ratio = exp.competent_speedup / speedup
             improves = bool(speedup and speedup > (state.best_speedup or 0))
-            self.recorder.record(exp, success, parent.speedup, improves, gen.llm_calls, gen.llm_tokens)
+            if state.graph_gone:  # each attempt would wait out the driver's retry budget for nothing
+                raise state.graph_gone
+            try:
+                self.recorder.record(exp, success, parent.speedup, improves, gen.llm_calls, gen.llm_tokens)
+            except Unavailable as e:
+                state.graph_gone = e
+                raise
             if card:
                 card.stats.observe(success)
             d.evaluations += 1

@@ -15,7 +15,9 @@ from knowledge.models import Run, RunStatus
 from knowledge.store import GraphStore
 from tests.conftest import free_port, local_test_settings
 
-NOTICED_WITHIN_S = 30.0  # an evaluation in flight (qemu + model) plus the 5 s retry budget, on a loaded machine
+# From the server gone to the command's exit: the evaluation in flight (qemu + model), then at most one
+# lease renewal period (10 s) or the 5 s retry budget of its record, on a loaded machine. It was 135 s.
+NOTICED_WITHIN_S = 30.0
 
 
 def _experiences(store: GraphStore) -> tuple[str | None, int]:
@@ -47,8 +49,8 @@ def test_a_stopped_graph_ends_the_run_at_once_and_the_resume_takes_it_over(tmp_p
                 run_id = found if n >= 1 else None
             assert run_id, "the run never recorded a candidate"
 
+        local_neo4j.stop(settings)  # a clean stop: it returns once the server is gone (seconds under load)
         began = time.monotonic()
-        local_neo4j.stop(settings)
         _, err = proc.communicate(timeout=180)
         took = time.monotonic() - began
 
@@ -57,6 +59,7 @@ def test_a_stopped_graph_ends_the_run_at_once_and_the_resume_takes_it_over(tmp_p
         assert proc.returncode == 3, text
         assert f"the graph stopped answering during run {run_id}" in text
         assert f"`eok optimize --resume {run_id}`" in text
+        print(f"noticed {took:.1f} s after the server stopped")
         assert took <= NOTICED_WITHIN_S, f"noticed after {took:.1f} s"
 
         local_neo4j.start(settings, watch_pid=os.getpid())
