@@ -49,6 +49,10 @@ class CostData(BaseModel):
     scalar_scale: float = 1.0  # multiplies X60 scalar-stream cycles
     vector_scale: float = 1.0  # multiplies X60 vector-stream cycles
     vector_overrides: list[VectorOverride] = []  # measured instruction classes LLVM's model misprices
+    # Cycles a strided or indexed vector store adds when its unit's stores find their lines in L2 / in DRAM
+    # (0: not modeled for this core). docs/COSTMODEL.md "Scattered stores beyond L1".
+    scattered_store_l2_cycles: float = 0.0
+    scattered_store_dram_cycles: float = 0.0
     # Figures with no measurement behind them (names of fields above, or of the profile's): every result that
     # rests on one says so (evaluator/costmodel/confidence.py).
     assumed: list[str] = []

@@ -29,7 +29,7 @@ class Blocks:
 
 TRAFFIC_FIELDS = (
     "bytes", "l2_bytes", "dram_bytes", "flops",
-    "dram_write_bytes", "dram_alloc_bytes", "l2_write_bytes", "l2_alloc_bytes",
+    "dram_write_bytes", "dram_alloc_bytes", "l2_write_bytes", "l2_alloc_bytes", "scattered_stores",
 )  # fmt: skip
 
 
@@ -57,7 +57,7 @@ def executed_blocks(trace: RegionTrace, dis: Disassembly, vlen: int = 256, memor
     segments = raw
     per_run = np.array([_traffic(s, vl) for s, vl in zip(raw, vls, strict=True)]).reshape(len(raw), len(TRAFFIC_FIELDS))
     if memory is not None:
-        per_run[:, [0, 1, 2, 4, 5, 6, 7]] = _memory_per_run(addrs, runs, memory)
+        per_run[:, [0, 1, 2, 4, 5, 6, 7, 8]] = _memory_per_run(raw, addrs, runs, memory)
     index: dict[Segment, int] = {}  # a scalar TB is one block whatever vtype it ran under
     remap = np.array([index.setdefault(s, len(index)) for s in segments], dtype=np.int64)
     weight = np.zeros(len(index))
@@ -128,13 +128,15 @@ def _traffic(seg: Segment, vl: float | None) -> list[float]:
             flops += 2 * width
         elif _FP_RE.match(insn.text):
             flops += width
-    return [0.0, 0.0, 0.0, flops, 0.0, 0.0, 0.0, 0.0]
+    return [0.0, 0.0, 0.0, flops, 0.0, 0.0, 0.0, 0.0, 0.0]
 
 
-def _memory_per_run(addrs: list[tuple[int, ...]], runs: np.ndarray, memory: MemoryStats) -> np.ndarray:
+def _memory_per_run(
+    raw: list[Segment], addrs: list[tuple[int, ...]], runs: np.ndarray, memory: MemoryStats
+) -> np.ndarray:
     """Bytes accessed, L2<->L1 bytes, DRAM bytes, DRAM bytes written, DRAM lines stores allocated, L1->L2
-    bytes written and L1 lines stores allocated (in bytes) per run of each key (an insn's counts split by
-    runs).
+    bytes written, L1 lines stores allocated (in bytes) and scattered vector stores executed, per run of each
+    key (an insn's counts split by runs).
 
     A line a store misses on is allocated without being read (the simulated cache still holds it): rvv-bench's
     memcpy at 1 MiB moves 7.0 GB/s on a BPI-F3, which a read of every destination line would have cost a
@@ -145,21 +147,30 @@ def _memory_per_run(addrs: list[tuple[int, ...]], runs: np.ndarray, memory: Memo
         for pc in a:
             runs_at[pc] += r
     line = memory.line
-    out = np.zeros((len(addrs), 7))
+    out = np.zeros((len(addrs), 8))
     for k, a in enumerate(addrs):
-        for pc in a:
+        for insn, pc in zip(raw[k].insns, a, strict=True):
             s = memory.of(pc)
             if s is None:
                 continue
-            accesses, nbytes, stores, l1_fills, l2_fills, l1_wb, l2_wb = s.tolist()
+            accesses, nbytes, stores, l1_fills, l2_fills, l1_wb, l2_wb, scattered = s.tolist()
             allocated = l1_allocated = 0
             if stores and stores == accesses:  # a store instruction: its fills are write allocations
                 allocated, l1_allocated, l1_fills, l2_fills = l2_fills, l1_fills, 0, 0
             share = 1.0 / runs_at[pc]
             counts = [nbytes, (l1_fills + l1_wb) * line, (l2_fills + l2_wb) * line, l2_wb * line, allocated * line]
-            counts += [l1_wb * line, l1_allocated * line]
-            out[k] += share * np.array(counts)
+            out[k] += share * np.array([*counts, l1_wb * line, l1_allocated * line, 0.0])
+            out[k, 7] += _scattered_store(insn.text, stores, scattered)  # once per run of its block
     return out
+
+
+_VECTOR_STORE_RE = re.compile(r"^vs(?:se|uxei|oxei|sseg\d+e|[uo]xseg\d+ei)\d+\.v\s")
+
+
+def _scattered_store(text: str, stores: int, scattered: int) -> bool:
+    """A strided or indexed vector store whose elements mostly do not follow one another in memory (a
+    stride of one element either way, e.g. memreverse's stride -1, writes whole lines and is not one)."""
+    return bool(_VECTOR_STORE_RE.match(text)) and stores > 0 and 2 * scattered > stores
 
 
 _VSET_IMM_RE = re.compile(r"^vseti?vli\s+\w+,\s*\w+,\s*(e\d+),\s*(mf?\d)")

@@ -27,7 +27,8 @@ from evaluator.costmodel.trace import RegionMismatch
 
 SOURCE = Path(__file__).with_name("memsim.c")
 HOST_CC = "clang-22"  # already required for the harness builds; builds the host plugin too
-STAT_FIELDS = ("accesses", "bytes", "stores", "l1_fills", "l2_fills", "l1_writebacks", "l2_writebacks")
+# scattered: element accesses not next to the same instruction's previous one (strided and indexed ones).
+STAT_FIELDS = ("accesses", "bytes", "stores", "l1_fills", "l2_fills", "l1_writebacks", "l2_writebacks", "scattered")
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,10 @@ __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 /* ---- per-instruction counts ---- */
 typedef struct Stat {
   uint64_t pc, accesses, bytes, stores, l1_fills, l2_fills, l1_writebacks, l2_writebacks;
+  /* scattered: accesses that do not continue this instruction's previous one (neither the next nor the
+   * previous address): the element accesses of strided and indexed vector loads and stores. */
+  uint64_t scattered;
+  uint64_t last_start, last_end; /* the previous access of this instruction */
   struct Stat *next; /* hash chain */
 } Stat;
 
@@ -209,6 +213,8 @@ static void on_mem(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr
   s->accesses++;
   s->bytes += size;
   s->stores += store;
+  if (s->last_end && vaddr != s->last_end && vaddr + size != s->last_start) s->scattered++;
+  s->last_start = vaddr, s->last_end = vaddr + size;
   for (uint64_t line = first; line <= last; line++) record(line, store, s);
 }
 
@@ -373,14 +379,15 @@ static void dump(void) {
   size_t len = 0;
   FILE *m = open_memstream(&buf, &len);
   if (!m || !out_file) abort();
-  fprintf(m, "# pc accesses bytes stores l1_fills l2_fills l1_writebacks l2_writebacks\n");
+  fprintf(m, "# pc accesses bytes stores l1_fills l2_fills l1_writebacks l2_writebacks scattered\n");
   for (size_t b = 0; b < BUCKETS; b++)
     for (Stat *s = buckets[b]; s; s = s->next)
       if (s->accesses || s->l1_writebacks || s->l2_writebacks)
-        fprintf(m, "%llx %llu %llu %llu %llu %llu %llu %llu\n", (unsigned long long)s->pc,
+        fprintf(m, "%llx %llu %llu %llu %llu %llu %llu %llu %llu\n", (unsigned long long)s->pc,
                 (unsigned long long)s->accesses, (unsigned long long)s->bytes, (unsigned long long)s->stores,
                 (unsigned long long)s->l1_fills, (unsigned long long)s->l2_fills,
-                (unsigned long long)s->l1_writebacks, (unsigned long long)s->l2_writebacks);
+                (unsigned long long)s->l1_writebacks, (unsigned long long)s->l2_writebacks,
+                (unsigned long long)s->scattered);
   if (keyed) {
     for (size_t b = 0; b < BUCKETS; b++)
       for (TbRec *r = tb_buckets[b]; r; r = r->next)

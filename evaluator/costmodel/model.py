@@ -100,6 +100,15 @@ class Bandwidth:
 
 
 @dataclass(frozen=True)
+class ScatteredStore:
+    """Cycles a scattered (strided or indexed) vector store adds when the unit's stores find their lines in
+    L2 or in DRAM rather than in L1 (docs/COSTMODEL.md "Scattered stores beyond L1")."""
+
+    l2: float
+    dram: float
+
+
+@dataclass(frozen=True)
 class Machine:
     """How one cost-model name is priced: its target's data (evaluator/targets/*.toml, [costmodel])."""
 
@@ -116,6 +125,7 @@ class Machine:
     ooo_issue: int = 0  # > 0: an out-of-order core of this issue width (loops priced by throughput/recurrence)
     issue: int = 2  # instructions issued per cycle at most (every unit costs at least its count / issue)
     overrides: tuple[VectorOverride, ...] = ()  # measured instruction classes replacing LLVM's price
+    scattered_store: ScatteredStore | None = None  # a strided/indexed store's wait beyond L1 (fitted)
 
     def pricing(self) -> Pricing:
         return Pricing(self.scalar_scale, self.vector_scale, self.ooo_issue, self.issue, self.overrides)
@@ -162,6 +172,9 @@ def machine_for(target: TargetProfile) -> Machine:
         target.issue if target.out_of_order else 0,
         target.issue,
         tuple(c.vector_overrides),
+        ScatteredStore(c.scattered_store_l2_cycles, c.scattered_store_dram_cycles)
+        if c.scattered_store_dram_cycles or c.scattered_store_l2_cycles
+        else None,
     )
 
 
@@ -242,7 +255,9 @@ def model_kernel_breakdown(
         if cache:
             cache.close()
     w = np.array(weights)
-    core = np.array([c.cycles for c in costs])
+    pipeline = np.array([c.cycles for c in costs])
+    # A scattered store's lines beyond L1 hold the store pipe: its cycles add to the pipeline's.
+    core = pipeline + scattered_store_cycles(target, traffic)
     # Roofline per unit: the pipeline (L1 hits included) against the bandwidth of each level below it.
     levels = np.stack([core, l2_cycles(target, traffic), dram_cycles(target, traffic)], axis=1)
     levels = levels.reshape(len(units), 3)
@@ -262,7 +277,7 @@ def model_kernel_breakdown(
         model=f"{name}/llvm-mca-{llvm_version()}/{mode}/v{MODEL_VERSION}",
         approximate=target.approximate or any(c.unsupported for c in costs),
         bound=max(by_bound, key=lambda b: by_bound[b]) if total > 0 else "compute",
-        core_cycles=float((w * core).sum()),
+        core_cycles=float((w * pipeline).sum()),
         bytes_accessed=float(totals[0]),
         l2_bytes=float(totals[1]),
         dram_bytes=float(totals[2]),
@@ -291,6 +306,19 @@ def level_cycles(bandwidth: Bandwidth, moved: np.ndarray, written: np.ndarray, a
     rest = np.maximum((moved - 2 * in_place) / bandwidth.mixed, (read - in_place) / bandwidth.read)
     mixed = rest + 2 * in_place / bandwidth.in_place
     return np.where(read < 0.05 * written, written / bandwidth.write, mixed)
+
+
+def scattered_store_cycles(target: Machine, traffic: np.ndarray) -> np.ndarray:
+    """What each unit's scattered vector stores add: their count times the target's cycles per instruction,
+    by where the unit's stores found their lines (the share of store-allocated lines that came from DRAM at
+    the DRAM figure, the rest at the L2 figure; nothing when every store hit L1)."""
+    cost = target.scattered_store
+    if cost is None or not len(traffic):
+        return np.zeros(len(traffic))
+    allocated, from_dram = traffic[:, 7], traffic[:, 5]
+    dram_share = np.divide(from_dram, allocated, out=np.zeros(len(traffic)), where=allocated > 0).clip(0.0, 1.0)
+    per_line = np.where(allocated > 0, dram_share * cost.dram + (1.0 - dram_share) * cost.l2, 0.0)
+    return traffic[:, 8] * per_line
 
 
 def dram_cycles(target: Machine, traffic: np.ndarray) -> np.ndarray:

@@ -120,3 +120,17 @@ def test_the_out_of_order_x100_hides_latency_but_not_a_dependence_chain(model: M
     assert k3[1] > 1.15 * k3[4]  # ...the accumulator's chain (5 cycles per strip) is not
     chain = {m: model("fma_peak", m, ACC=1, ITERS=2000).cycles for m in ("spacemit-x60", "spacemit-x100")}
     assert chain["spacemit-x100"] == pytest.approx(chain["spacemit-x60"], rel=0.02)  # 5 cycles per FMA on both
+
+
+def test_a_scattered_store_beyond_l1_waits_its_fitted_cycles(model: Model) -> None:
+    """The isolating pair of "Scattered stores beyond L1": the same instructions and lines, the byte store
+    scattered (stride 4) or contiguous (stride 1). Beyond L1 (256 KiB of words, in L2) the scattered one
+    adds the X60's fitted L2 wait per vsse8; inside L1 (8 KiB) it adds nothing."""
+    x60 = machines()["spacemit-x60"].scattered_store
+    assert x60 is not None
+    m = 65536
+    scattered, contiguous = model("strided_store", STRIDE=4, M=m), model("strided_store", STRIDE=1, M=m)
+    assert scattered.instructions == contiguous.instructions
+    assert scattered.cycles - contiguous.cycles >= 0.9 * x60.l2 * (m / 32)  # one vsse8 per 32 bytes
+    in_l1 = model("strided_store", STRIDE=4, M=2048), model("strided_store", STRIDE=1, M=2048)
+    assert in_l1[0].cycles == pytest.approx(in_l1[1].cycles, rel=0.1)

@@ -9,7 +9,7 @@ import pytest
 
 from core.errors import EokError, InvalidInput, Unavailable
 from evaluator import costmodel
-from evaluator.costmodel.blocks import _vector_lengths
+from evaluator.costmodel.blocks import TRAFFIC_FIELDS, _scattered_store, _vector_lengths
 from evaluator.costmodel.elf import make_insn
 from evaluator.costmodel.loops import find_loops, loop_mask, previous_distance
 from evaluator.costmodel.mca import (
@@ -35,6 +35,7 @@ from evaluator.costmodel.memory import (
     plugin_argv,
     read_stats,
 )
+from evaluator.costmodel.model import scattered_store_cycles
 from evaluator.costmodel.trace import Vtype, decode_vtype, parse_in_asm, parse_log, qemu_with_logging
 
 # ---------------------------------------------------------------------------------------------- trace
@@ -295,11 +296,11 @@ def test_missing_llvm_mca_is_unavailable_with_an_install_hint(monkeypatch: pytes
 
 def test_plugin_table_is_read_by_pc(tmp_path: Path) -> None:
     out = tmp_path / "memsim.txt"
-    out.write_text("# header\n302ec 4096 16384 0 4 1 3 0\n302e8 10 40 10 2 2 0 1\n")
+    out.write_text("# header\n302ec 4096 16384 0 4 1 3 0 0\n302e8 10 40 10 2 2 0 1 9\n")
     stats, vouched = read_stats(out, 64)
     assert vouched is None  # no guard: nothing to verify
     assert stats.pcs.tolist() == [0x302E8, 0x302EC]
-    assert stats.of(0x302EC).tolist() == [4096, 16384, 0, 4, 1, 3, 0]  # type: ignore[union-attr]
+    assert stats.of(0x302EC).tolist() == [4096, 16384, 0, 4, 1, 3, 0, 0]  # type: ignore[union-attr]
     assert stats.of(0x1234) is None
     (tmp_path / "empty.txt").write_text("# header only: the region made no access\n")
     assert len(read_stats(tmp_path / "empty.txt", 64)[0].pcs) == 0
@@ -513,3 +514,24 @@ def test_a_result_names_the_assumed_figures_it_rests_on() -> None:
     assert confidence.rests_on("k1-x60", "compute") == []
     k3 = confidence.rests_on("k3-a100", "compute")
     assert "dram_gbps" in k3 and "issue" in k3  # a proxy model names every unverified figure
+
+
+def test_only_strided_or_indexed_stores_with_scattered_elements_are_scattered() -> None:
+    assert _scattered_store("vsse8.v v8, (a0), a3", stores=32, scattered=31)  # stride 4: every element apart
+    assert not _scattered_store("vsse8.v v8, (a0), t1", stores=32, scattered=1)  # stride -1: contiguous
+    assert _scattered_store("vsuxei32.v v16, (a0), v8", stores=8, scattered=8)
+    assert not _scattered_store("vse8.v v8, (a0)", stores=32, scattered=32)  # unit stride is never one
+    assert not _scattered_store("vlse8.v v8, (a0), a3", stores=0, scattered=32)  # loads are not stores
+
+
+def test_scattered_store_cycles_follow_where_the_stores_found_their_lines() -> None:
+    x60 = costmodel.machines()["spacemit-x60"]
+    cost = x60.scattered_store
+    assert cost is not None and cost.dram > cost.l2 > 0
+    col = {name: i for i, name in enumerate(TRAFFIC_FIELDS)}
+    traffic = np.zeros((3, len(TRAFFIC_FIELDS)))
+    traffic[:, col["scattered_stores"]] = 2.0
+    traffic[1, col["l2_alloc_bytes"]] = 128.0  # both lines allocated from L2
+    traffic[2, col["l2_alloc_bytes"]] = traffic[2, col["dram_alloc_bytes"]] = 128.0  # both from DRAM
+    got = scattered_store_cycles(x60, traffic).tolist()
+    assert got == pytest.approx([0.0, 2 * cost.l2, 2 * cost.dram])  # all in L1: no wait

@@ -172,6 +172,20 @@ static int run(int n) {
     BEGIN rb_lut4(n, lut, ptr); END
     return same(ptr, want, n);
 }
+#elif defined(RB_LUT6)
+#define rb_lut6 ref_rb_lut6
+#include REFERENCE
+#undef rb_lut6
+void rb_lut6(int n, const uint8_t *lut, uint8_t *ptr);
+static int run(int n) {
+    uint8_t *lut = buffer(64), *ptr = buffer(n), *want = buffer(n);
+    random_bytes(lut, 64, 0xff);
+    random_bytes(ptr, n, 0xff);
+    memcpy(want, ptr, n);
+    ref_rb_lut6(n, lut, want);
+    BEGIN rb_lut6(n, lut, ptr); END
+    return same(ptr, want, n);
+}
 #elif defined(RB_ASCII_TO_UTF16)
 #define rb_ascii_to_utf16 ref_rb_ascii_to_utf16
 #include REFERENCE
@@ -185,6 +199,20 @@ static int run(int n) {
     ref_rb_ascii_to_utf16(n, want, src);
     BEGIN rb_ascii_to_utf16(n, dest, src); END
     return same(dest, want, 2 * (size_t)n);
+}
+#elif defined(RB_ASCII_TO_UTF32)
+#define rb_ascii_to_utf32 ref_rb_ascii_to_utf32
+#include REFERENCE
+#undef rb_ascii_to_utf32
+void rb_ascii_to_utf32(int n, uint32_t *dest, const uint8_t *src);
+static int run(int n) {
+    uint8_t *src = buffer(n);
+    uint32_t *dest = buffer(4 * (size_t)n), *want = buffer(4 * (size_t)n);
+    random_bytes(src, n, 0x7f);
+    memset(dest, 1, 4 * (size_t)n);
+    ref_rb_ascii_to_utf32(n, want, src);
+    BEGIN rb_ascii_to_utf32(n, dest, src); END
+    return same(dest, want, 4 * (size_t)n);
 }
 #elif defined(RB_MEMREVERSE)
 #define rb_memreverse ref_rb_memreverse
