@@ -34,7 +34,7 @@ from agent.lease import RunLease
 from agent.offline import OfflineGenerator, Variant
 from agent.parts import AgentParts
 from agent.posterior import is_success, thompson_pick
-from agent.recorder import Recorder
+from agent.recorder import BatchRecorder
 from agent.report import candidates, lineage, write_artifacts, yardstick
 from agent.types import ProgressEvent, RunOutcome, RunRequest
 from core.errors import InvalidInput, NotFound
@@ -116,7 +116,8 @@ class Optimizer:
         self.evaluator = evaluator or Evaluator(self.settings)
         # Where evaluations run: threads of this process unless a cluster executor is handed in.
         self.executor = executor or InProcessExecutor(self.settings, self.evaluator)
-        self.recorder = Recorder(container.store, container.embedder)
+        # One writer for every run of this process (a bootstrap's side by side): a transaction per batch.
+        self.recorder = BatchRecorder(container.store, container.embedder)
 
     # ------------------------------------------------------------------------------------- public API
 
@@ -186,7 +187,9 @@ class Optimizer:
                 state = self._prepare(run)
                 emit(self._event(state, "started", message=f"{len(state.directions)} directions"))
                 self._loop(state, emit, cancel)
+                self.recorder.flush(run_id)  # every evaluation is in the graph before the run says done
             except Exception as e:
+                self.recorder.flush()  # what was queued is written while this process still holds the run
                 self.recorder.update_run(
                     run_id, status=RunStatus.FAILED.value, error=str(e)[:2000], finished_at=utcnow()
                 )
