@@ -35,7 +35,7 @@ from agent.lease import RunLease
 from agent.offline import OfflineGenerator, Variant
 from agent.parts import AgentParts
 from agent.posterior import is_success, thompson_pick
-from agent.recorder import Recorder
+from agent.recorder import BatchRecorder
 from agent.report import candidates, lineage, write_artifacts, yardstick
 from agent.types import ProgressEvent, RunOutcome, RunRequest
 from core.errors import InvalidInput, NotFound, Unavailable
@@ -118,7 +118,8 @@ class Optimizer:
         self.evaluator = evaluator or Evaluator(self.settings)
         # Where evaluations run: threads of this process unless a cluster executor is handed in.
         self.executor = executor or InProcessExecutor(self.settings, self.evaluator)
-        self.recorder = Recorder(container.store, container.embedder)
+        # One writer for every run of this process (a bootstrap's side by side): a transaction per batch.
+        self.recorder = BatchRecorder(container.store, container.embedder)
 
     # ------------------------------------------------------------------------------------- public API
 
@@ -190,6 +191,7 @@ class Optimizer:
                 self._loop(state, emit, cancel)
                 if lease.graph_gone:
                     raise lease.graph_gone
+                self.recorder.flush(run_id)  # every evaluation is in the graph before the run says done
             except Unavailable as e:  # the graph is gone: nothing can record the failure; say how to go on
                 lease.graph_gone = lease.graph_gone or e  # and nothing can release the lease: it expires
                 emit(ProgressEvent(run_id=run_id, kind="failed", message=e.message[:500]))
@@ -199,6 +201,7 @@ class Optimizer:
                     "every evaluation recorded before it stopped is kept",
                 ) from e
             except Exception as e:
+                self.recorder.flush()  # what was queued is written while this process still holds the run
                 self.recorder.update_run(
                     run_id, status=RunStatus.FAILED.value, error=str(e)[:2000], finished_at=utcnow()
                 )

@@ -8,64 +8,121 @@ and, when the task has a competent baseline, log(competent speedup) to sum_log_c
 competent_correct: the figure surfaces lead with); both speedups of one task divide the same candidate time, so
 the gain is the same over either baseline.
 
-Idempotent: recording the same experience id twice changes nothing (statistics move only on creation), so a
-resumed run can never double-count.
+Records are written in batches, one transaction each (docs/SCALE.md "The graph writer"): the experiences are
+MERGEd on their id first, and only those created by that transaction move the run's counters and the EFFECT_ON
+statistics, so recording an experience id twice (a resumed run, a batch the driver retried after a lost
+commit reply) changes nothing and can never double-count. A batch commits whole or not at all.
 """
 
 from __future__ import annotations
 
+import logging
 import math
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from core.errors import Unavailable
 from knowledge.embeddings import Embedder
 from knowledge.models import Experience, Run
 from knowledge.store import GraphStore, embedding_properties
 
-_RECORD = """
-MERGE (x:Experience {id: $props.id})
-ON CREATE SET x += $props, x.created_now = true
+log = logging.getLogger(__name__)
+BATCH_RECORDS = 500  # records per transaction at most (a farm's burst; ~1 MB of parameters with the code)
+BATCH_WAIT_S = 0.2  # a record waits at most this long for others to share its transaction
+
+# Only the experiences this transaction creates come back: the rest were recorded before.
+_CREATE = """
+UNWIND $rows AS props
+MERGE (x:Experience {id: props.id})
+ON CREATE SET x += props, x.created_now = true
 WITH x, coalesce(x.created_now, false) AS created
+WHERE created
 REMOVE x.created_now
-WITH x, created
-MATCH (task:Task {id: $props.task_id})
-MATCH (tg:Target {key: $props.target_key})
-MATCH (run:Run {id: $props.run_id})
-MERGE (x)-[:FOR_TASK]->(task)
-MERGE (x)-[:ON_TARGET]->(tg)
-MERGE (x)-[:IN_RUN]->(run)
-SET run.evaluations = CASE WHEN created THEN coalesce(run.evaluations, 0) + 1 ELSE run.evaluations END,
-    run.llm_calls = coalesce(run.llm_calls, 0) + CASE WHEN created THEN $llm_calls ELSE 0 END,
-    run.llm_tokens = coalesce(run.llm_tokens, 0) + CASE WHEN created THEN $llm_tokens ELSE 0 END
-FOREACH (_ IN CASE WHEN created AND $improves_run THEN [1] ELSE [] END |
-    SET run.best_experience_id = x.id, run.best_speedup = x.speedup,
-        run.best_competent_speedup = x.competent_speedup,
-        run.best_speedup_over_library = x.speedup_over_library, run.library_label = x.library_label)
-WITH x, created, tg
-CALL (x) {
-    OPTIONAL MATCH (p:Experience {id: x.parent_id})
-    FOREACH (_ IN CASE WHEN p IS NULL THEN [] ELSE [1] END | MERGE (x)-[:DERIVED_FROM]->(p))
+RETURN x.id AS id
+"""
+
+_LINK = """
+UNWIND $rows AS row
+MATCH (x:Experience {id: row.id})
+MATCH (task:Task {id: row.task_id})
+MATCH (tg:Target {key: row.target_key})
+MATCH (run:Run {id: row.run_id})
+CREATE (x)-[:FOR_TASK]->(task), (x)-[:ON_TARGET]->(tg), (x)-[:IN_RUN]->(run)
+WITH x, row
+CALL (x, row) {
+    OPTIONAL MATCH (p:Experience {id: row.parent_id})
+    FOREACH (_ IN CASE WHEN p IS NULL THEN [] ELSE [1] END | CREATE (x)-[:DERIVED_FROM]->(p))
 }
-CALL (x, created, tg) {
-    UNWIND x.thought_ids AS tid
+CALL (x, row) {
+    UNWIND row.thought_ids AS tid
     MATCH (t:Thought {id: tid})
     MERGE (x)-[:APPLIED]->(t)
-    MERGE (t)-[e:EFFECT_ON]->(tg)
-    ON CREATE SET e.trials = 0, e.successes = 0, e.correct = 0, e.sum_log_speedup = 0.0, e.sum_log_gain = 0.0,
-                  e.competent_correct = 0, e.sum_log_competent = 0.0
-    FOREACH (_ IN CASE WHEN created THEN [1] ELSE [] END |
-        SET e.trials = e.trials + 1,
-            e.successes = e.successes + $success,
-            e.correct = e.correct + $correct,
-            e.sum_log_speedup = e.sum_log_speedup + $log_speedup,
-            e.sum_log_gain = coalesce(e.sum_log_gain, 0.0) + $log_gain,
-            e.competent_correct = coalesce(e.competent_correct, 0) + $competent_correct,
-            e.sum_log_competent = coalesce(e.sum_log_competent, 0.0) + $log_competent)
 }
-RETURN created
+"""
+
+_EFFECTS = """
+UNWIND $rows AS row
+MATCH (t:Thought {id: row.thought})
+MATCH (tg:Target {key: row.target})
+MERGE (t)-[e:EFFECT_ON]->(tg)
+ON CREATE SET e.trials = 0, e.successes = 0, e.correct = 0, e.sum_log_speedup = 0.0, e.sum_log_gain = 0.0,
+              e.competent_correct = 0, e.sum_log_competent = 0.0
+SET e.trials = e.trials + row.trials,
+    e.successes = e.successes + row.successes,
+    e.correct = e.correct + row.correct,
+    e.sum_log_speedup = e.sum_log_speedup + row.sum_log_speedup,
+    e.sum_log_gain = coalesce(e.sum_log_gain, 0.0) + row.sum_log_gain,
+    e.competent_correct = coalesce(e.competent_correct, 0) + row.competent_correct,
+    e.sum_log_competent = coalesce(e.sum_log_competent, 0.0) + row.sum_log_competent
+"""
+
+_RUNS = """
+UNWIND $rows AS row
+MATCH (run:Run {id: row.id})
+SET run.evaluations = coalesce(run.evaluations, 0) + row.evaluations,
+    run.llm_calls = coalesce(run.llm_calls, 0) + row.llm_calls,
+    run.llm_tokens = coalesce(run.llm_tokens, 0) + row.llm_tokens
+FOREACH (b IN CASE WHEN row.best IS NULL THEN [] ELSE [row.best] END |
+    SET run.best_experience_id = b.id, run.best_speedup = b.speedup, run.best_competent_speedup = b.competent,
+        run.best_speedup_over_library = b.over_library, run.library_label = b.library_label)
 """
 
 
+@dataclass(frozen=True)
+class Record:
+    """One evaluated candidate to store, with what its statistics need from the moment it was judged."""
+
+    experience: Experience
+    success: bool
+    parent_speedup: float | None
+    improves_run: bool
+    llm_calls: int = 0
+    llm_tokens: int = 0
+    queued_at: float = field(default_factory=time.monotonic, compare=False)
+
+    def effect(self) -> dict[str, float | int]:
+        """This experience's contribution to EFFECT_ON (its meaning: knowledge.models.effect_summary)."""
+        exp = self.experience
+        ok = bool(exp.status == "ok" and exp.speedup)
+        competent = bool(ok and exp.competent_speedup)
+        return {
+            "trials": 1,
+            "successes": int(self.success),
+            "correct": int(ok),
+            "sum_log_speedup": math.log(exp.speedup) if ok and exp.speedup else 0.0,
+            "sum_log_gain": math.log(exp.speedup / (self.parent_speedup or 1.0)) if ok and exp.speedup else 0.0,
+            "competent_correct": int(competent),
+            "sum_log_competent": math.log(exp.competent_speedup) if competent and exp.competent_speedup else 0.0,
+        }
+
+
 class Recorder:
+    """Writes records in the caller's thread: one transaction per call of `record` or `record_batch`."""
+
     def __init__(self, store: GraphStore, embedder: Embedder) -> None:
         self.store = store
         self.embedder = embedder
@@ -78,36 +135,39 @@ class Recorder:
         improves_run: bool,
         llm_calls: int = 0,
         llm_tokens: int = 0,
-    ) -> bool:
-        """Store the experience and update statistics atomically. Returns False if it already existed."""
-        props = exp.properties()
-        text = exp.embedding_text() or exp.id
-        vec = self.embedder.embed([text])[0]
-        # Stamped with a fresh generation so the FAISS cache picks the vector up (a bump for an experience
-        # that already existed only costs the index an empty catch-up).
-        gen = self.store.bump_embedding_generation()
-        props.update(embedding_properties(vec, self.embedder.hashes([text])[0], self.embedder.model_name, gen))
-        # EFFECT_ON's meaning is knowledge.models.effect_summary: logs only of correct candidates.
-        ok = bool(exp.status == "ok" and exp.speedup)
-        log_speedup = math.log(exp.speedup) if ok else 0.0
-        log_gain = math.log(exp.speedup / (parent_speedup or 1.0)) if ok else 0.0
-        competent = bool(ok and exp.competent_speedup)
-        log_competent = math.log(exp.competent_speedup) if competent and exp.competent_speedup else 0.0
-        rows = self.store.write(
-            _RECORD,
-            props=props,
-            success=int(success),
-            correct=int(ok),
-            log_speedup=log_speedup,
-            log_gain=log_gain,
-            competent_correct=int(competent),
-            log_competent=log_competent,
-            improves_run=improves_run,
-            llm_calls=llm_calls,
-            llm_tokens=llm_tokens,
-        )
-        self.store.bump_embedding_generation()  # the vector is in: an index that looked meanwhile looks again
-        return bool(rows and rows[0]["created"])
+    ) -> None:
+        """Store the experience and update statistics atomically (nothing, if it was recorded before)."""
+        self.record_batch([Record(exp, success, parent_speedup, improves_run, llm_calls, llm_tokens)])
+
+    def flush(self, run_id: str | None = None, timeout: float | None = None) -> bool:
+        """Nothing waits here: every record is written before `record` returns."""
+        return True
+
+    def record_batch(self, records: Sequence[Record]) -> set[str]:
+        """Store the records in ONE transaction; returns the ids it created (the others existed already)."""
+        records = _first_of_each(records)
+        if not records:
+            return set()
+        texts = [r.experience.embedding_text() or r.experience.id for r in records]
+        vectors = self.embedder.embed(texts)  # one batched encode (cached by text hash)
+        hashes = self.embedder.hashes(texts)
+        model = self.embedder.model_name
+
+        def write(q: Callable[..., list[dict]]) -> set[str]:
+            gen = self.store.take_embedding_generation(q)  # commits with the vectors stamped with it
+            rows = [
+                {**r.experience.properties(), **embedding_properties(v, h, model, gen)}
+                for r, v, h in zip(records, vectors, hashes, strict=True)
+            ]
+            created = {row["id"] for row in q(_CREATE, rows=rows)}
+            fresh = [r for r in records if r.experience.id in created]
+            if fresh:
+                q(_LINK, rows=[_links(r.experience) for r in fresh])
+                q(_EFFECTS, rows=_effects(fresh))
+                q(_RUNS, rows=_run_totals(fresh))
+            return created
+
+        return self.store.write_many(write)
 
     def add_llm_usage(self, run_id: str, calls: int, tokens: int) -> None:
         """LLM requests that produced no experience (a repeated candidate) still count on the run."""
@@ -123,3 +183,157 @@ class Recorder:
         """Set only the named Run properties (the counters belong to `record`)."""
         Run.model_validate({"id": run_id, "task_id": "-", "target_key": "-", "budget": 1, **changes})
         self.store.write("MATCH (r:Run {id: $id}) SET r += $changes", id=run_id, changes=changes)
+
+
+class BatchRecorder(Recorder):
+    """Records queued by any thread (the directions of every run of this process), written by one writer
+    thread in one transaction per batch: when BATCH_RECORDS are waiting, when the oldest has waited
+    BATCH_WAIT_S, or when someone flushes.
+
+    A record still queued when the process dies is lost like an evaluation not yet judged: its run resumes
+    from what the graph holds and evaluates again. A batch that fails (Neo4j gone past the driver's retries)
+    is lost the same way, and its runs learn it: their next `record` or `flush(run_id)` raises, so the run
+    fails (resumable) instead of finishing with evaluations missing.
+    """
+
+    def __init__(
+        self, store: GraphStore, embedder: Embedder, batch: int = BATCH_RECORDS, wait_s: float = BATCH_WAIT_S
+    ) -> None:
+        super().__init__(store, embedder)
+        self.batch = batch
+        self.wait_s = wait_s
+        self._cond = threading.Condition()
+        self._queue: list[Record] = []
+        self._queued = 0  # records ever queued
+        self._settled = 0  # of those, written or lost with their batch (FIFO: always the oldest)
+        self._wanted = 0  # a flush waits for the first this many: write without waiting out the interval
+        self._lost: dict[str, Exception] = {}  # run id -> why a batch with its records failed
+        self._writer: threading.Thread | None = None
+
+    def record(
+        self,
+        exp: Experience,
+        success: bool,
+        parent_speedup: float | None,
+        improves_run: bool,
+        llm_calls: int = 0,
+        llm_tokens: int = 0,
+    ) -> None:
+        """Queue the experience and return: the writer thread stores it with the others of its batch."""
+        rec = Record(exp, success, parent_speedup, improves_run, llm_calls, llm_tokens)
+        with self._cond:
+            self._raise_lost(exp.run_id)
+            self._queue.append(rec)
+            self._queued += 1
+            if self._writer is None:
+                self._writer = threading.Thread(target=self._write_loop, name="eok-recorder", daemon=True)
+                self._writer.start()
+            elif len(self._queue) >= self.batch:
+                self._cond.notify_all()
+
+    def flush(self, run_id: str | None = None, timeout: float | None = None) -> bool:
+        """Wait until every record queued so far is written; False if `timeout` ran out first. With a run
+        id, raise if a batch holding records of that run failed (once: the run now fails and can resume)."""
+        with self._cond:
+            target = self._queued
+            self._wanted = max(self._wanted, target)
+            self._cond.notify_all()
+            done = self._cond.wait_for(lambda: self._settled >= target, timeout)
+            if run_id is not None:
+                self._raise_lost(run_id)
+        return done
+
+    def _raise_lost(self, run_id: str) -> None:
+        err = self._lost.pop(run_id, None)
+        if err is not None:
+            raise Unavailable(
+                f"run {run_id}: evaluations were not recorded: {err}",
+                f"resume the run once the graph is reachable: `eok optimize --resume {run_id}`",
+            ) from err
+
+    def _write_loop(self) -> None:
+        while True:
+            with self._cond:
+                if not self._queue:
+                    self._writer = None  # the next record starts a new writer
+                    return
+                batch = self._next_batch()
+            try:
+                self.record_batch(batch)
+            except Exception as e:  # anything: the runs must hear of it rather than the thread dying silently
+                log.error("recording %d experiences failed: %s", len(batch), e)
+                with self._cond:
+                    for r in batch:
+                        self._lost.setdefault(r.experience.run_id, e)
+            with self._cond:
+                self._settled += len(batch)
+                self._cond.notify_all()
+
+    def _next_batch(self) -> list[Record]:
+        """Wait (holding the condition) until a batch is due, then take it off the queue."""
+        due = self._queue[0].queued_at + self.wait_s
+        while len(self._queue) < self.batch and self._wanted <= self._settled:
+            left = due - time.monotonic()
+            if left <= 0:
+                break
+            self._cond.wait(left)
+        batch, self._queue = self._queue[: self.batch], self._queue[self.batch :]
+        return batch
+
+
+def _first_of_each(records: Sequence[Record]) -> list[Record]:
+    """One record per experience id, the first queued: a second is a replay and would change nothing."""
+    seen: set[str] = set()
+    out = []
+    for r in records:
+        if r.experience.id not in seen:
+            seen.add(r.experience.id)
+            out.append(r)
+    return out
+
+
+def _links(exp: Experience) -> dict[str, Any]:
+    return {
+        "id": exp.id,
+        "task_id": exp.task_id,
+        "target_key": exp.target_key,
+        "run_id": exp.run_id,
+        "parent_id": exp.parent_id,
+        "thought_ids": exp.thought_ids,
+    }
+
+
+def _effects(records: Sequence[Record]) -> list[dict[str, Any]]:
+    """EFFECT_ON increments summed per (thought, target) over the batch: one update per relationship."""
+    sums: dict[tuple[str, str], dict[str, float | int]] = {}
+    for r in records:
+        for tid in r.experience.thought_ids:
+            key = (tid, r.experience.target_key)
+            add = r.effect()
+            acc = sums.setdefault(key, dict.fromkeys(add, 0))
+            for k, v in add.items():
+                acc[k] += v
+    return [{"thought": t, "target": tg, **acc} for (t, tg), acc in sums.items()]
+
+
+def _run_totals(records: Sequence[Record]) -> list[dict[str, Any]]:
+    """Per run: evaluations and LLM usage added, and the run's best as of the batch's last improvement
+    (records are in the order the agent judged them, so the last improving one is the best)."""
+    totals: dict[str, dict[str, Any]] = defaultdict(
+        lambda: {"evaluations": 0, "llm_calls": 0, "llm_tokens": 0, "best": None}
+    )
+    for r in records:
+        t = totals[r.experience.run_id]
+        t["evaluations"] += 1
+        t["llm_calls"] += r.llm_calls
+        t["llm_tokens"] += r.llm_tokens
+        if r.improves_run:
+            exp = r.experience
+            t["best"] = {
+                "id": exp.id,
+                "speedup": exp.speedup,
+                "competent": exp.competent_speedup,
+                "over_library": exp.speedup_over_library,
+                "library_label": exp.library_label,
+            }
+    return [{"id": run_id, **t} for run_id, t in totals.items()]

@@ -134,6 +134,24 @@ class GraphStore:
     def _write_rows(self, cypher: str, rows: Sequence[dict[str, Any]]) -> list[dict]:
         return self._run(cypher, {"rows": rows}, write=True)
 
+    def write_many(self, work: Callable[[Callable[..., list[dict]]], T]) -> T:
+        """Run several dependent writes in ONE transaction: `work(q)` calls `q(cypher, **params)`; all of them
+        commit together or none does (a batch of records). The driver may run `work` again after a lost
+        connection, so it must read what it needs through `q`, not from an earlier attempt."""
+
+        def tx_work(tx: neo4j.ManagedTransaction) -> T:
+            out = work(lambda cypher, **params: [r.data() for r in tx.run(cypher, params)])
+            tx.run(_BUMP_GRAPH_GENERATION).consume()
+            return out
+
+        try:
+            with self._driver.session(database=self.database) as s:
+                return s.execute_write(tx_work)
+        except _RETRYABLE as e:
+            raise _unreachable(self.uri, e) from e
+        finally:
+            self.local_writes += 1
+
     def read_many(self, work: Callable[[Callable[..., list[dict]]], T]) -> T:
         """Run several dependent reads in ONE transaction: `work(q)` calls `q(cypher, **params)`.
 
@@ -261,11 +279,13 @@ class GraphStore:
 
     def bump_embedding_generation(self) -> int:
         self.local_embedding_writes += 1
-        rows = self.write(
-            "MERGE (s:IndexState {name: 'embeddings'}) ON CREATE SET s.epoch = randomUUID() "
-            "SET s.generation = coalesce(s.generation, 0) + 1 RETURN s.generation AS g"
-        )
-        return rows[0]["g"]
+        return self.write(_BUMP_EMBEDDING_GENERATION)[0]["g"]
+
+    def take_embedding_generation(self, q: Callable[..., list[dict]]) -> int:
+        """The next embedding generation, taken inside a `write_many` transaction: the nodes stamped with it
+        commit together with it, so no reader sees the counter before the vectors (no second bump needed)."""
+        self.local_embedding_writes += 1
+        return q(_BUMP_EMBEDDING_GENERATION)[0]["g"]
 
     # -- the Neo4j vector indexes -----------------------------------------------------------------------
 
@@ -443,6 +463,10 @@ class GraphStore:
 
 
 _BUMP_GRAPH_GENERATION = "MERGE (s:IndexState {name: 'graph'}) SET s.generation = coalesce(s.generation, 0) + 1"
+_BUMP_EMBEDDING_GENERATION = (
+    "MERGE (s:IndexState {name: 'embeddings'}) ON CREATE SET s.epoch = randomUUID() "
+    "SET s.generation = coalesce(s.generation, 0) + 1 RETURN s.generation AS g"
+)
 
 
 def embedding_properties(vector: np.ndarray, text_hash: str, model: str, generation: int) -> dict[str, Any]:

@@ -11,12 +11,15 @@ overhead per evaluation: the round trip of an empty task, and the median of (wal
 driver - time spent evaluating) for single jobs sent one at a time. Target: overhead <= 10% of the
 median evaluation.
 
-Then the driver's side of scaling out: the single graph writer. It records --writes experiences, one
-transaction each, exactly as the agent does (agent.recorder: the experience, its links, the EFFECT_ON
-statistics of its three thoughts and its embedding), into a private Neo4j started for the bench, and
-prints milliseconds per record (wall and the driver's CPU) and the records per minute one writer sustains.
+Then the driver's side of scaling out: the graph writer (agent.recorder: each experience, its links, the
+EFFECT_ON statistics of its three thoughts and its embedding), into a private Neo4j started for the bench.
+First --writes experiences one transaction each, the caller waiting for each (median wall and driver CPU
+per record); then --batched-writes through the BatchRecorder, queued as fast as a farm would deliver them
+and flushed (records per minute until the last is committed, driver CPU per record, every thread counted),
+and the same again with the texts embedded beforehand (the write path alone, without the model).
+It checks the graph afterwards: every experience once and each EFFECT_ON counting each exactly once.
 
-    python scripts/bench_scale.py [--n 64] [--writes 300] [--only-writes]
+    python scripts/bench_scale.py [--n 64] [--writes 300] [--batched-writes 3000] [--only-writes]
 """
 
 from __future__ import annotations
@@ -112,10 +115,8 @@ def ray_mode(label: str, nodes: list[int], jobs: list[EvalJob], extra: list[Eval
         c.stop()
 
 
-def graph_writer(home: Path, writes: int) -> dict:
-    """Per-record cost of the agent's recorder against a private local Neo4j (wall and driver CPU)."""
-    from agent.recorder import Recorder
-
+def graph_writer(home: Path, writes: int, batched_writes: int) -> dict:
+    """The agent's recorder against a private local Neo4j: one transaction per record, then batched."""
     port = free_port()
     settings = Settings(home=home / "graph", local_neo4j_port=port, local_neo4j_data=home / "neo4j", NEO4J_URI=None)
     local_neo4j.start(settings, watch_pid=None)
@@ -125,42 +126,101 @@ def graph_writer(home: Path, writes: int) -> dict:
             Thought(id=f"bench-t{i}", idea_id="bench-idea", title=f"bench thought {i}", technique=Technique.UNROLL)
             for i in range(3)
         ]
+        runs = [
+            Run(id=f"bench-{mode}", task_id="bench-task", target_key="k1-x60", budget=n + 100)
+            for mode, n in (("single", writes), ("batched", batched_writes), ("vectors", batched_writes))
+        ]
         store.upsert_nodes([Task(id="bench-task", name="bench"), Target(key="k1-x60"), *thoughts])
-        store.upsert_nodes([Run(id="bench-run", task_id="bench-task", target_key="k1-x60", budget=writes)])
-        recorder = Recorder(store, build_embedder(settings))
-        walls, cpus = [], []
-        for i in range(writes + 10):  # the first 10 warm the model, the driver and Neo4j's plan cache
-            exp = Experience(
-                id=f"bench-run-{i}", task_id="bench-task", target_key="k1-x60", run_id="bench-run",
-                parent_id=f"bench-run-{i - 1}" if i else None, thought_ids=[t.id for t in thoughts], step=i,
-                code=f"/* candidate {i} */", status="ok", speedup=1.0 + i / 1000,
-                summary=f"bench candidate {i}: unrolled by {i % 8 + 1}, {1.0 + i / 1000:.3f}x",
-            )  # fmt: skip
-            t0, c0 = time.perf_counter(), time.process_time()
-            recorder.record(exp, success=True, parent_speedup=1.0, improves_run=True)
-            if i >= 10:
-                walls.append(time.perf_counter() - t0)
-                cpus.append(time.process_time() - c0)
+        store.upsert_nodes(runs)
+        embedder = build_embedder(settings)
+        out = {"single": one_per_record(store, embedder, thoughts, writes)}
+        out["batched"] = batched(store, embedder, thoughts, batched_writes)
+        out["vectors"] = batched(store, embedder, thoughts, batched_writes, mode="vectors")
+        out["check"] = graph_check(store, writes + 10 + 2 * (batched_writes + 50))
         store.close()
     finally:
         local_neo4j.stop(settings)
-    return {"wall": statistics.median(walls), "cpu": statistics.median(cpus), "n": writes}
+    return out
+
+
+def experience(mode: str, i: int, thoughts: list[Thought]) -> Experience:
+    """The i-th record of a mode: distinct text per mode, so no embedding comes from the other's cache."""
+    return Experience(
+        id=f"bench-{mode}-{i}", task_id="bench-task", target_key="k1-x60", run_id=f"bench-{mode}",
+        parent_id=f"bench-{mode}-{i - 1}" if i else None, thought_ids=[t.id for t in thoughts], step=i,
+        code=f"/* candidate {i} */", status="ok", speedup=1.0 + i / 1000,
+        summary=f"bench {mode} candidate {i}: unrolled by {i % 8 + 1}, {1.0 + i / 1000:.3f}x",
+    )  # fmt: skip
+
+
+def one_per_record(store: GraphStore, embedder, thoughts: list[Thought], writes: int) -> dict:
+    """Recorder.record: the caller waits for each record's own transaction (how the agent recorded before)."""
+    from agent.recorder import Recorder
+
+    recorder = Recorder(store, embedder)
+    walls, cpus = [], []
+    for i in range(writes + 10):  # the first 10 warm the model, the driver and Neo4j's plan cache
+        t0, c0 = time.perf_counter(), time.process_time()
+        recorder.record(experience("single", i, thoughts), success=True, parent_speedup=1.0, improves_run=True)
+        if i >= 10:
+            walls.append(time.perf_counter() - t0)
+            cpus.append(time.process_time() - c0)
+    return {"per_min": 60 / statistics.median(walls), "cpu_ms": statistics.median(cpus) * 1e3, "n": writes}
+
+
+def batched(store: GraphStore, embedder, thoughts: list[Thought], writes: int, mode: str = "batched") -> dict:
+    """BatchRecorder: a farm's results arrive faster than one writer takes them; the time until the last is
+    committed gives the records per minute one writer sustains (its batches fill up to BATCH_RECORDS).
+    Mode "vectors": the texts are embedded (cached) before the clock starts: the write path alone."""
+    from agent.recorder import BatchRecorder
+
+    recorder = BatchRecorder(store, embedder)
+    for i in range(50):  # a first batch warms the batched plans
+        recorder.record(experience(mode, i, thoughts), success=True, parent_speedup=1.0, improves_run=True)
+    recorder.flush()
+    todo = [experience(mode, i, thoughts) for i in range(50, 50 + writes)]
+    if mode == "vectors":
+        embedder.embed([x.embedding_text() for x in todo])
+    t0, c0 = time.perf_counter(), time.process_time()
+    for exp in todo:
+        recorder.record(exp, success=True, parent_speedup=1.0, improves_run=True)
+    recorder.flush()
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"per_min": writes / wall * 60, "cpu_ms": cpu / writes * 1e3, "n": writes}
+
+
+def graph_check(store: GraphStore, expected: int) -> str:
+    """What the graph says after both: every record once, and EFFECT_ON counting each exactly once."""
+    row = store.read(
+        "MATCH (x:Experience) WITH count(x) AS n MATCH (:Thought)-[e:EFFECT_ON]->() "
+        "RETURN n, min(e.trials) AS lo, max(e.trials) AS hi"
+    )[0]
+    ok = row["n"] == expected == row["lo"] == row["hi"]
+    return f"{row['n']} experiences, EFFECT_ON trials {row['lo']}-{row['hi']} per thought ({'ok' if ok else 'WRONG'})"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=64, help="candidates in the batch (half sgemm_64, half softmax)")
-    ap.add_argument("--writes", type=int, default=300, help="experiences the graph-writer measurement records")
+    ap.add_argument("--writes", type=int, default=300, help="experiences recorded one transaction each")
+    ap.add_argument("--batched-writes", type=int, default=3000, help="experiences recorded by the batching writer")
     ap.add_argument("--only-writes", action="store_true", help="measure the graph writer only")
     args = ap.parse_args()
     home = Path(tempfile.mkdtemp(prefix="eok-bench-scale-"))
     if not args.only_writes:
         evaluations(args, home)
-    w = graph_writer(home, args.writes)
-    print(
-        f"graph writer: {w['n']} experiences recorded one transaction each: median {w['wall'] * 1e3:.1f} ms wall, "
-        f"{w['cpu'] * 1e3:.1f} ms driver CPU per record -> one writer sustains ~{60 / w['wall']:,.0f} records/min"
-    )
+    w = graph_writer(home, args.writes, args.batched_writes)
+    print(f"{'graph writer, same Neo4j':38} {'records':>7} {'records/min':>11} {'driver CPU/record':>17}")
+    for label, key in (
+        ("one transaction per record", "single"),
+        ("batched (BatchRecorder)", "batched"),
+        ("batched, texts embedded beforehand", "vectors"),
+    ):
+        r = w[key]
+        print(f"{label:38} {r['n']:7} {r['per_min']:11,.0f} {r['cpu_ms']:14.2f} ms")
+    ratio = w["batched"]["per_min"] / w["single"]["per_min"]
+    write_only = w["vectors"]["per_min"] / w["single"]["per_min"]
+    print(f"batched / one per record: {ratio:.1f}x ({write_only:.1f}x without embedding); {w['check']}")
 
 
 def evaluations(args: argparse.Namespace, home: Path) -> None:

@@ -162,6 +162,7 @@ def _execute(opt, run_id: str, budget: int, quiet: bool) -> RunOutcome:
     def mark_interrupted() -> str:
         # Resumable: `--resume` (or `eok serve`) continues from the experiences already recorded.
         cancel.set()
+        opt.recorder.flush(timeout=0.5)  # queued evaluations go in while the budget allows; the rest re-run
         opt.recorder.update_run(run_id, status=RunStatus.INTERRUPTED.value, finished_at=utcnow())
         return f"run {run_id} marked interrupted; resume with `eok optimize --resume {run_id}`"
 
