@@ -37,7 +37,7 @@ def test_a_stopped_graph_ends_the_run_at_once_and_the_resume_takes_it_over(tmp_p
         "EOK_LOCAL_NEO4J_DATA": str(settings.local_neo4j_data),
     }
     env.pop("NEO4J_URI", None)
-    cmd = [sys.executable, "-m", "service.cli", "optimize", "saxpy", "--budget", "6", "--generator", "offline"]
+    cmd = [sys.executable, "-m", "service.cli", "optimize", "saxpy", "--budget", "3", "--generator", "offline"]
     try:
         with GraphStore.connect(settings) as store:
             proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
