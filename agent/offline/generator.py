@@ -152,6 +152,16 @@ class OfflineGenerator:
         space = self._space_named(family)
         return self._render(space, space.normalize(knobs))
 
+    def adopt(self, family: str, knobs: dict[str, KnobValue]) -> Variant:
+        """The variant of `family` at another kernel's knob values, each fitted to this task's grid.
+
+        Unlike `render`, a number the grid lacks or the register budget rejects takes the largest value below
+        it (as a thought's hints do), and knobs not given take the family's defaults.
+        """
+        space = self._space_named(family)
+        setting, _ = _hinted(space, space.defaults(), knobs, None)
+        return self._render(space, setting)
+
     # ---------------------------------------------------------------------------------- internals
 
     def _space(self, family: Family) -> _Space:
