@@ -27,7 +27,10 @@ accumulators; elementwise hardswish), and the warm-up tasks of (d) are also kept
 Two local Neo4j servers: a throwaway one for (a)/(b) (WIPED per pass; default port 7697 under
 <EOK_HOME>/bench-ablation/plain) and the mined one (default port 7698 under <EOK_HOME>/bench-ablation/mined;
 --mine REPO fills it once). On the mined one every Run, Experience and Task and every EFFECT_ON is deleted
-before (c) and before (d): the mined knowledge stays. With --json the raw results are written after every
+before every task of (c), and before the warm-up of (d): the mined knowledge stays. On the throwaway one the
+same happens before every task of (a) and (b). So (a)-(c) run each task on their knowledge alone, while (d)
+also sees the held-back tasks run before it in the pass (and the run's transfers from them).
+With --json the raw results are written after every
 run and a rerun with the same file resumes (cells already in it are not run again); --report-only prints
 the tables and intervals of a results file without running anything.
 
@@ -57,6 +60,8 @@ from knowledge.taxonomy import Technique
 from service.bootstrap import Container
 
 CONDITIONS = ("none", "starter", "mined", "mined+exp")
+# What runs first: the comparison the verdict rests on (mined vs none) over every seed, then the others.
+RUN_ORDER = (("none", "mined"), ("starter", "mined+exp"))
 HELD_BACK = (
     "layernorm,rmsnorm,batchnorm,log_softmax,q4_0_q8_0_dot,q8_0_dequantize,quantize_row_q8_0,"
     "reduce_max,sgemm_skinny_m4,sgemm_tall_n16,global_avgpool,conv1x1"
@@ -111,7 +116,8 @@ def blank_knowledge() -> tuple[list[Idea | Thought], list[Relationship]]:
 def mine_missing(c: Container, repos: list[str]) -> None:
     from miners.pipeline import MineOptions, Miner
 
-    have = {r["n"] for r in c.store.read("MATCH (r:Repository) RETURN r.name AS n")}
+    # A repository whose mine was cut short has no head yet: mined again (cached embeddings make it cheap).
+    have = {r["n"] for r in c.store.read("MATCH (r:Repository) WHERE r.last_mined_head IS NOT NULL RETURN r.name AS n")}
     for repo in repos:
         if Path(repo).name in have:
             continue
@@ -185,12 +191,16 @@ class Table:
 
     def __init__(self, cells: dict[str, Cell], tasks: list[str], seeds: list[int], budget: int) -> None:
         self.miss = budget + 1  # "never reached" ranks behind every reach
-        self.pairs = [(t, s) for t in tasks for s in seeds if all(cell_key(c, t, s) in cells for c in CONDITIONS)]
+        # Pairs where the comparison of the verdict ran; the other conditions join once they cover them all.
+        self.pairs = [(t, s) for t in tasks for s in seeds if all(cell_key(c, t, s) in cells for c in RUN_ORDER[0])]
+        self.conditions = [c for c in CONDITIONS if all(cell_key(c, t, s) in cells for t, s in self.pairs)]
         self.tasks = [t for t in tasks if any(p[0] == t for p in self.pairs)]
         self.cells = cells
         # One bar per task: 90% of the best any condition reached under any seed.
         self.top = {
-            t: max((cells[cell_key(c, t, s)]["best"] or 0) for c in CONDITIONS for s in seeds if (t, s) in self.pairs)
+            t: max(
+                (cells[cell_key(c, t, s)]["best"] or 0) for c in self.conditions for s in seeds if (t, s) in self.pairs
+            )
             for t in self.tasks
         }
 
@@ -247,23 +257,23 @@ def report(cells: dict[str, Cell], tasks: list[str], seeds: list[int], budget: i
     if not table.pairs:
         print("no complete (task, seed) pair yet: nothing to report")
         return
-    print(f"\n{'task':18s}{'seed':>5s}" + "".join(f"{c:>22s}" for c in CONDITIONS))
-    print(f"{'':23s}" + "".join(f"{'best  first  to90%':>22s}" for _ in CONDITIONS))
+    print(f"\n{'task':18s}{'seed':>5s}" + "".join(f"{c:>22s}" for c in table.conditions))
+    print(f"{'':23s}" + "".join(f"{'best  first  to90%':>22s}" for _ in table.conditions))
     for t, s in table.pairs:
         row = [
             f"{table.best(c, t, s):8.2f}x {table.first(c, t, s):5.2f}x {_miss(table.to90(c, t, s), table.miss):>5}"
-            for c in CONDITIONS
+            for c in table.conditions
         ]
         print(f"{t:18s}{s:>5d}" + "".join(f"{x:>22s}" for x in row))
     print(
         f"\n{len(table.pairs)} (task, seed) pairs over {len(table.tasks)} tasks; to90% = evaluations to 90% of the "
         f"best any condition and seed reached on the task ('-': never, counted {table.miss})"
     )
-    print(f"{'median':23s}" + "".join(f"{_medians(table, c):>22s}" for c in CONDITIONS))
+    print(f"{'median':23s}" + "".join(f"{_medians(table, c):>22s}" for c in table.conditions))
 
     rng = random.Random(20261202)
     print(f"\npaired bootstrap over tasks ({resamples} resamples, seeds kept together), 95% intervals:")
-    for cond in CONDITIONS[1:]:
+    for cond in table.conditions[1:]:
         for name, metric in METRICS.items():
             point, lo, hi = bootstrap(
                 table,
@@ -318,31 +328,30 @@ def run_all(args: argparse.Namespace, tasks: list[str], seeds: list[int], warmup
             f"directions {args.directions}, seeds {seeds}; mined graph: {thoughts} thoughts\n",
             flush=True,
         )
-        for seed in seeds:  # seed-major: a partial results file holds every condition of the first seeds
-            for cond in CONDITIONS:
-                todo = [t for t in tasks if cell_key(cond, t, seed) not in cells]
-                if not todo:
-                    continue
-                c = mined if cond.startswith("mined") else plain
-                wipe(c, only_measured=c is mined)
-                if cond == "none":
-                    c.ingestor.ingest(*blank_knowledge())
-                elif cond == "starter":
-                    c.ingestor.ingest(*starter_knowledge())
-                if cond == "mined+exp":
-                    for name in warmup:
-                        r = run_one(c, name, seed, args)
-                        print(
-                            f"  [warm-up  ] {name:18s} seed {seed} best {r['best'] or 0:6.2f}x ({r['seconds']:.0f} s)"
-                        )
-                for name in todo:
-                    r = cells[cell_key(cond, name, seed)] = run_one(c, name, seed, args)
-                    save_results(args.json, args, cells)
-                    print(
-                        f"  [{cond:9s}] {name:18s} seed {seed} best {r['best'] or 0:6.2f}x first "
-                        f"{r['first'] or 0:5.2f}x over {r['over']} ({r['seconds']:.0f} s)",
-                        flush=True,
-                    )
+        for cond, seed in ((cond, s) for group in RUN_ORDER for s in seeds for cond in group):
+            todo = [t for t in tasks if cell_key(cond, t, seed) not in cells]
+            if not todo:
+                continue
+            c = mined if cond.startswith("mined") else plain
+            wipe(c, only_measured=c is mined)
+            if cond == "none":
+                c.ingestor.ingest(*blank_knowledge())
+            elif cond == "starter":
+                c.ingestor.ingest(*starter_knowledge())
+            if cond == "mined+exp":
+                for name in warmup:
+                    r = run_one(c, name, seed, args)
+                    print(f"  [warm-up  ] {name:18s} seed {seed} best {r['best'] or 0:6.2f}x ({r['seconds']:.0f} s)")
+            for name in todo:
+                if cond != "mined+exp":  # each task on the condition's knowledge alone, not on the pass's runs
+                    wipe(c, only_measured=True)
+                r = cells[cell_key(cond, name, seed)] = run_one(c, name, seed, args)
+                save_results(args.json, args, cells)
+                print(
+                    f"  [{cond:9s}] {name:18s} seed {seed} best {r['best'] or 0:6.2f}x first "
+                    f"{r['first'] or 0:5.2f}x over {r['over']} ({r['seconds']:.0f} s)",
+                    flush=True,
+                )
     finally:
         for c in (plain, mined):
             c.close()
