@@ -125,12 +125,12 @@ def mine_missing(c: Container, repos: list[str]) -> None:
         Miner(c.store, lambda: c.embedder, c.settings).mine(repo, MineOptions())
 
 
-def run_one(c: Container, task: str, seed: int, args: argparse.Namespace) -> Cell:
+def run_one(c: Container, task: str, seed: int, args: argparse.Namespace, target: str = "k1-x60") -> Cell:
     opt = Optimizer(c)
     t0 = time.monotonic()
     run = opt.create_run(
         RunRequest(
-            task=task, target="k1-x60", budget=args.budget, directions=args.directions, generator="offline", seed=seed
+            task=task, target=target, budget=args.budget, directions=args.directions, generator="offline", seed=seed
         )
     )
     o = opt.execute(run.id)
@@ -148,6 +148,7 @@ def run_one(c: Container, task: str, seed: int, args: argparse.Namespace) -> Cel
             best = s
         history.append(best)
     return {
+        "run": run.id,
         "best": best,
         "first": evaluated[0] if evaluated else None,
         "over": "competent" if competent else "plain",
