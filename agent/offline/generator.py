@@ -159,7 +159,14 @@ class OfflineGenerator:
         it (as a thought's hints do), and knobs not given take the family's defaults.
         """
         space = self._space_named(family)
-        setting, _ = _hinted(space, space.defaults(), knobs, None)
+        whole = space.defaults()
+        for knob in space.knobs:
+            fits = _values_up_to(knob, knobs[knob.name]) if knob.name in knobs else []
+            if fits:
+                whole[knob.name] = fits[0]
+        if space.valid(whole):  # the decision as a whole: its knobs were chosen together
+            return self._render(space, whole)
+        setting, _ = _hinted(space, space.defaults(), knobs, None)  # else knob by knob, within the budget
         return self._render(space, setting)
 
     # ---------------------------------------------------------------------------------- internals
