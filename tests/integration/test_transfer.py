@@ -52,7 +52,7 @@ def warm_run(neo4j_settings, _session_store, embedder, tmp_path_factory):
 
 
 def test_warm_run_starts_from_the_rescaled_k1_decision(warm_run) -> None:
-    c, source, out = warm_run
+    c, _source, out = warm_run
     first = c.store.read(
         "MATCH (x:Experience {run_id: $run}) RETURN x.variant AS v, x.status AS st ORDER BY x.step LIMIT 1",
         run=out.run.id,
@@ -64,7 +64,7 @@ def test_warm_run_starts_from_the_rescaled_k1_decision(warm_run) -> None:
 
 
 def test_the_transfer_is_an_edge_with_both_decisions_and_outcomes(warm_run) -> None:
-    c, source, out = warm_run
+    c, source, _out = warm_run
     edges = c.store.read(
         "MATCH (s:Experience {id: $src})-[t:TRANSFERS_TO]->(x:Experience) RETURN properties(t) AS t, x.speedup AS s",
         src=source.id,
