@@ -330,6 +330,8 @@ def run_all(args: argparse.Namespace, tasks: list[str], seeds: list[int], warmup
             flush=True,
         )
         for cond, seed in ((cond, s) for group in RUN_ORDER for s in seeds for cond in group):
+            if cond not in args.conditions:
+                continue
             todo = [t for t in tasks if cell_key(cond, t, seed) not in cells]
             if not todo:
                 continue
@@ -356,8 +358,10 @@ def run_all(args: argparse.Namespace, tasks: list[str], seeds: list[int], warmup
     finally:
         for c in (plain, mined):
             c.close()
-        local_neo4j.stop(plain.settings)
-        if not args.mined_home:
+        # Only the servers this process's conditions used: a process beside it may still be using the other.
+        if {"none", "starter"} & set(args.conditions):
+            local_neo4j.stop(plain.settings)
+        if {"mined", "mined+exp"} & set(args.conditions) and not args.mined_home:
             local_neo4j.stop(mined.settings)
     return cells
 
@@ -376,7 +380,17 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="raw results, written after every run; an existing file is resumed")
     ap.add_argument("--resamples", type=int, default=10000, help="bootstrap resamples")
     ap.add_argument("--report-only", action="store_true", help="print the report of --json without running")
+    ap.add_argument(
+        "--conditions",
+        default=",".join(CONDITIONS),
+        help="which conditions this process runs (two processes may run none and mined side by side: each owns "
+        "its server)",
+    )
+    ap.add_argument("--also", type=Path, action="append", default=[], help="more results files for the report")
     args = ap.parse_args()
+    args.conditions = [c for c in args.conditions.split(",") if c]
+    if unknown := set(args.conditions) - set(CONDITIONS):
+        raise SystemExit(f"--conditions: unknown {sorted(unknown)}; use some of {', '.join(CONDITIONS)}")
     tasks = [t for t in args.tasks.split(",") if t]
     seeds = [int(s) for s in args.seeds.split(",") if s]
     warmup = [t for t in args.warmup.split(",") if t]
@@ -386,6 +400,8 @@ def main() -> None:
         cells = load_results(args.json)
     else:
         cells = run_all(args, tasks, seeds, warmup)
+    for extra in args.also:
+        cells = load_results(extra) | cells
     report(cells, tasks, seeds, args.budget, args.resamples)
 
 
