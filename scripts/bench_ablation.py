@@ -36,7 +36,11 @@ the tables and intervals of a results file without running anything.
 
     python scripts/bench_ablation.py [--budget 16] [--directions 2] [--seeds 1,2,3] [--tasks a,b,...]
         [--warmup sasum,...] [--mine /path/to/OpenBLAS --mine /path/to/ggml]
-        [--mined-home DIR --mined-port N] [--json out.json] [--report-only]
+        [--mined-home DIR --mined-port N] [--json out.json] [--report-only] [--conditions none,mined]
+        [--also other-results.json]
+
+Two processes may share the work: `--conditions none,starter --json a.json` and `--conditions mined,mined+exp
+--json b.json` (each owns its server); `--report-only --json a.json --also b.json` reports both.
 """
 
 from __future__ import annotations

@@ -150,7 +150,8 @@ def _report_target(f: Figures, seeds: list[int], resamples: int, rng: random.Ran
             f"{f.best('warm', t, s):9.2f}x {f.to90('warm', t, s):>6d}   {note}"
         )
     med = {m: f.median(f.to90, m, f.pairs) for m in ("cold", "warm")}
-    per_seed = {m: [f.median(f.to90, m, [p for p in f.pairs if p[1] == s]) for s in seeds] for m in ("cold", "warm")}
+    ran = [s for s in seeds if any(p[1] == s for p in f.pairs)]
+    per_seed = {m: [f.median(f.to90, m, [p for p in f.pairs if p[1] == s]) for s in ran] for m in ("cold", "warm")}
     ratio = _interval(f.pairs, lambda ps: f.median(f.to90, "warm", ps) / f.median(f.to90, "cold", ps), resamples, rng)
     gain = _interval(f.pairs, lambda ps: f.median(f.best, "warm", ps) - f.median(f.best, "cold", ps), resamples, rng)
     print(
