@@ -60,6 +60,9 @@ class PriorExperience:
     variant: dict[str, Any]
     key: str  # the candidate key it was recorded under (offline variant key or code hash)
     competent_speedup: float | None = None  # over the competent baseline; `speedup` is over plain -O3
+    target_key: str = ""  # where it was measured (set for transfers from other targets)
+    vlen: int = 0  # that target's VLEN
+    weight: float = 1.0  # SIMILAR_TO weight of its task x its target to the run's (1: the same)
 
 
 @dataclass
@@ -71,6 +74,9 @@ class AgentContext:
     rvv_reference: str = RVV_REFERENCE
     timing: str = ""  # how candidates are timed on this target and runner: what is modeled, what is not
     rules: str = ""  # what the evaluator rejects
+    # Best results of this task on SIMILAR_TO targets and of SIMILAR_TO tasks on this or similar targets,
+    # most similar first: decisions a run may start from, rescaled (agent/transfer.py).
+    transfers: list[PriorExperience] = field(default_factory=list)
 
 
 def target_profile_text(target: TargetProfile) -> str:
@@ -148,6 +154,7 @@ def gather(
         target_profile=target_profile_text(target),
         timing=timing_text(target, runner),
         rules=rules_text(task, target),
+        transfers=transfer_sources(store, task.name, target.key),
     )
 
 
@@ -333,4 +340,56 @@ def _prior(
             r["competent"],
         )
         for r in rows
+    ]
+
+
+_SAME_TASK_ELSEWHERE = """
+MATCH (:Target {key: $target})-[s:SIMILAR_TO]-(g:Target)
+WITH g, max(s.weight) AS weight
+MATCH (x:Experience {task_id: $task, target_key: g.key, status: 'ok'})
+WHERE x.speedup IS NOT NULL AND x.variant CONTAINS '"family"' AND NOT x.variant CONTAINS '"family": "generic"'
+WITH g, weight, x ORDER BY x.speedup DESC
+WITH g, weight, collect(x)[0] AS best
+RETURN best.id AS id, best.task_id AS task, best.speedup AS speedup, best.code AS code, best.cflags AS cflags,
+       best.variant AS variant, best.code_hash AS key, best.competent_speedup AS competent,
+       g.key AS target, coalesce(g.vlen, 0) AS vlen, weight
+"""
+
+_RELATED_TASKS = """
+MATCH (:Task {id: $task})-[s:SIMILAR_TO]-(t:Task)
+WITH t, max(s.weight) AS task_w
+MATCH (x:Experience {task_id: t.id, status: 'ok'})-[:ON_TARGET]->(g:Target)
+WHERE x.speedup IS NOT NULL AND x.variant CONTAINS '"family"' AND NOT x.variant CONTAINS '"family": "generic"'
+OPTIONAL MATCH (g)-[gs:SIMILAR_TO]-(:Target {key: $target})
+WITH t, task_w, g, CASE WHEN g.key = $target THEN 1.0 ELSE max(gs.weight) END AS target_w, x
+WHERE target_w IS NOT NULL
+WITH t, g, task_w * target_w AS weight, x ORDER BY x.speedup DESC
+WITH t, g, weight, collect(x)[0] AS best
+RETURN best.id AS id, best.task_id AS task, best.speedup AS speedup, best.code AS code, best.cflags AS cflags,
+       best.variant AS variant, best.code_hash AS key, best.competent_speedup AS competent,
+       g.key AS target, coalesce(g.vlen, 0) AS vlen, weight
+"""
+
+
+def transfer_sources(store: GraphStore, task_id: str, target_key: str, limit: int = 8) -> list[PriorExperience]:
+    """What a run may start from that was measured elsewhere: this task's best on each similar target, then
+    each related task's best on this or a similar target; by SIMILAR_TO weight, then speedup."""
+    rows = [*store.read(_SAME_TASK_ELSEWHERE, task=task_id, target=target_key)]
+    rows += store.read(_RELATED_TASKS, task=task_id, target=target_key)
+    rows.sort(key=lambda r: (-(r["weight"] or 0), r["task"] != task_id, -(r["speedup"] or 0)))
+    return [
+        PriorExperience(
+            r["id"],
+            r["task"],
+            r["speedup"],
+            r["code"] or "",
+            list(r["cflags"] or []),
+            json.loads(r["variant"] or "{}"),
+            r["key"] or "",
+            r["competent"],
+            target_key=r["target"],
+            vlen=int(r["vlen"] or 0),
+            weight=float(r["weight"] or 0),
+        )
+        for r in rows[:limit]
     ]

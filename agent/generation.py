@@ -10,6 +10,7 @@ from typing import Protocol
 from agent.context import AgentContext, ThoughtCard
 from agent.offline import OfflineGenerator, ThoughtRef, Variant
 from agent.offline.hints import code_hints
+from agent.transfer import Transfer
 from evaluator.targets import TargetProfile
 from evaluator.tasks import KernelTask
 
@@ -54,6 +55,7 @@ class Generated:
     reserved: bool = False  # the key was already claimed in the run's tried set when it was proposed
     llm_calls: int = 0
     llm_tokens: int = 0
+    transfer: Transfer | None = None  # a seed carrying another target's or task's decision (agent/transfer.py)
 
 
 class Generator(Protocol):

@@ -33,10 +33,12 @@ from agent.generation import (
 )
 from agent.lease import RunLease
 from agent.offline import OfflineGenerator, Variant
+from agent.offline.base import Knob
 from agent.parts import AgentParts
 from agent.posterior import is_success, thompson_pick
 from agent.recorder import BatchRecorder
 from agent.report import candidates, lineage, write_artifacts, yardstick
+from agent.transfer import Transfer, adapt
 from agent.types import ProgressEvent, RunOutcome, RunRequest
 from core.errors import InvalidInput, NotFound, Unavailable
 from evaluator.evaluate import Candidate, EvalResult, Evaluator
@@ -52,6 +54,7 @@ EventSink = Callable[[ProgressEvent], None]
 MAX_IDLE_STEPS = 200  # a generator that only repeats itself ends the run instead of spinning
 MAX_LLM_REPEATS = 4  # steps in a row where the LLM only re-proposed tried candidates: stop paying for it
 MIGRATE_AFTER = 3  # evaluations without improvement before a direction adopts the global best
+MAX_SEEDS = 2  # candidates re-measured from earlier experience before the search proper
 FINISHED = {RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED}
 
 
@@ -143,6 +146,8 @@ class Optimizer:
             baseline_note=baseline_note(task),
         )
         self.c.ingestor.ingest([_task_node(task), _target_node(target), run])
+        # Explicit similarity, so retrieval can start this run from what was measured on its relatives.
+        self.recorder.link_similar(task.name, str(task.operator), target.key, target.vlen or None)
         return run
 
     def first_prompt(self, req: RunRequest) -> list[dict[str, str]]:
@@ -345,7 +350,8 @@ class Optimizer:
                     fut.result()  # a bug in a step is a failed run, not a silent hang
 
     def _seeds(self, state: RunState) -> list[Generated]:
-        """What worked before, re-measured first: this task's earlier best, then a similar task's best knobs."""
+        """What worked before, re-measured first: this task's earlier best on this target, then decisions
+        measured elsewhere (this task on similar targets, related tasks), rescaled for this target."""
         seeds: list[Generated] = []
         if state.ctx.same_task:
             p = state.ctx.same_task[0]
@@ -359,21 +365,47 @@ class Optimizer:
                 )
             )
         offline = OfflineGenerator(state.task, state.target)
-        for p in state.ctx.similar_tasks:
-            if len(seeds) >= 2:
+        for p in [*state.ctx.transfers, *state.ctx.similar_tasks]:
+            if len(seeds) >= MAX_SEEDS:
                 break
-            v = _transfer(p, offline)
-            if v is not None and v.key not in {s.key for s in seeds}:
-                seeds.append(
-                    Generated(
-                        code=v.code,
-                        cflags=v.cflags,
-                        key=v.key,
-                        variant=v,
-                        description=f"knobs of the best {p.task_id} kernel ({p.speedup:.2f}x)",
-                    )
-                )
+            seed = self._transferred(p, offline, state)
+            if seed is not None and seed.key not in {s.key for s in seeds}:
+                seeds.append(seed)
         return seeds
+
+    def _transferred(self, p: PriorExperience, gen: OfflineGenerator, state: RunState) -> Generated | None:
+        """Another task's or target's best decision as a candidate for this run (agent/transfer.py)."""
+        family = str(p.variant.get("family") or "")
+        source_target = p.target_key or state.target.key
+        from_vlen = p.vlen if p.target_key else state.target.vlen
+        source_knobs = [] if family in gen.families() else self._family_knobs(p.task_id, family, state.target)
+        made = adapt(p.variant, source_knobs, from_vlen, gen)
+        if made is None:
+            return None
+        v, rescaled = made
+        other_target, other_task = source_target != state.target.key, p.task_id != state.task.name
+        via = "target+task" if other_target and other_task else "task" if other_task else "target"
+        transfer = Transfer(
+            source_id=p.id,
+            from_task=p.task_id,
+            from_target=source_target,
+            from_vlen=from_vlen,
+            from_speedup=p.speedup,
+            decision={"family": family, "knobs": dict(p.variant.get("knobs") or {})},
+            applied={"family": v.family, "knobs": dict(v.knobs)},
+            rescaled=rescaled,
+            via=via,
+        )
+        return Generated(
+            code=v.code, cflags=v.cflags, key=v.key, variant=v, description=transfer.describe(), transfer=transfer
+        )
+
+    def _family_knobs(self, task_id: str, family: str, target: TargetProfile) -> list[Knob]:
+        """The knobs (with their techniques) of the family a source kernel was made with."""
+        try:
+            return OfflineGenerator(load_task(task_id, self.settings), target).knobs(family)
+        except (InvalidInput, NotFound):
+            return []  # the source task or its family is gone: only knobs of the same name can carry over
 
     def _step(self, state: RunState, d: DirectionState, seed: Generated | None, emit: EventSink) -> None:
         with state.lock:
@@ -522,6 +554,9 @@ class Optimizer:
                 raise state.graph_gone
             try:
                 self.recorder.record(exp, success, parent.speedup, improves, gen.llm_calls, gen.llm_tokens)
+                if gen.transfer is not None:  # the edge needs both experiences written: a seed is rare
+                    self.recorder.flush(state.run.id)
+                    self.recorder.record_transfer(gen.transfer, exp)
             except Unavailable as e:
                 state.graph_gone = e
                 raise
@@ -621,17 +656,6 @@ def _variant(spec: dict, code: str, cflags: list[str]) -> Variant | None:
     if not spec.get("family"):
         return None
     return Variant(family=spec["family"], knobs=spec.get("knobs") or {}, code=code, cflags=cflags)
-
-
-def _transfer(p: PriorExperience, gen: OfflineGenerator) -> Variant | None:
-    """Re-render another task's best family knobs for this task (knob transfer across tasks).
-
-    Knob values this task's family does not offer fall back to the family's defaults.
-    """
-    family = p.variant.get("family")
-    if not family or family not in gen.families() or family == "generic":
-        return None
-    return gen.render(family, dict(p.variant.get("knobs") or {}))
 
 
 def _task_node(task: KernelTask) -> Task:

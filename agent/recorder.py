@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.transfer import Transfer, target_weight, task_weight
 from core.errors import Unavailable
 from knowledge.embeddings import Embedder
 from knowledge.models import Experience, Run
@@ -168,6 +169,36 @@ class Recorder:
             return created
 
         return self.store.write_many(write)
+
+    def record_transfer(self, transfer: Transfer, exp: Experience) -> None:
+        """(source)-[:TRANSFERS_TO]->(exp) with both decisions and both outcomes; idempotent (MERGE)."""
+        self.store.write(
+            "MATCH (src:Experience {id: $src}) MATCH (x:Experience {id: $dst}) "
+            "MERGE (src)-[t:TRANSFERS_TO]->(x) SET t += $props",
+            src=transfer.source_id,
+            dst=exp.id,
+            props=transfer.properties(exp.speedup, str(exp.status)),
+        )
+
+    def link_similar(self, task_id: str, operator: str, target_key: str, vlen: int | None) -> None:
+        """SIMILAR_TO between this task and the graph's other tasks, and this target and the other targets,
+        weighted as agent/transfer.py says (edges of weight 0 are not written)."""
+        tasks = self.store.read("MATCH (t:Task) WHERE t.id <> $id RETURN t.id AS id, t.operator AS op", id=task_id)
+        targets = self.store.read("MATCH (g:Target) WHERE g.key <> $k RETURN g.key AS k, g.vlen AS v", k=target_key)
+        task_edges = [{"id": r["id"], "w": task_weight(operator, r["op"] or "other")} for r in tasks]
+        target_edges = [{"k": r["k"], "w": target_weight(vlen, r["v"])} for r in targets]
+        self.store.write(
+            "MATCH (a:Task {id: $id}) UNWIND $tasks AS e MATCH (b:Task {id: e.id}) "
+            "MERGE (a)-[s:SIMILAR_TO]-(b) SET s.weight = e.w",
+            id=task_id,
+            tasks=[e for e in task_edges if e["w"] > 0],
+        )
+        self.store.write(
+            "MATCH (a:Target {key: $k}) UNWIND $targets AS e MATCH (b:Target {key: e.k}) "
+            "MERGE (a)-[s:SIMILAR_TO]-(b) SET s.weight = e.w",
+            k=target_key,
+            targets=[e for e in target_edges if e["w"] > 0],
+        )
 
     def add_llm_usage(self, run_id: str, calls: int, tokens: int) -> None:
         """LLM requests that produced no experience (a repeated candidate) still count on the run."""

@@ -25,10 +25,14 @@ OPTIONAL MATCH (x)-[:APPLIED]->(t:Thought)
 OPTIONAL MATCH (i:Idea)-[:HAS_THOUGHT]->(t)
 OPTIONAL MATCH (t)-[:EVIDENCED_BY]->(c:Commit)
 WITH depth, x, t, i, collect(c {.sha, .repo, .title})[..3] AS commits
+OPTIONAL MATCH (src:Experience)-[tr:TRANSFERS_TO]->(x)
 RETURN depth, x.id AS experience, x.status AS status, x.speedup AS speedup,
        x.competent_speedup AS competent_speedup, x.competent_cycles AS competent_cycles, x.summary AS summary,
        t.id AS thought, t.title AS thought_title, t.technique AS technique,
-       i.id AS idea, i.title AS idea_title, commits
+       i.id AS idea, i.title AS idea_title, commits,
+       CASE WHEN tr IS NULL THEN null ELSE {experience: src.id, task: src.task_id, target: src.target_key,
+            speedup: src.speedup, decision: tr.decision, applied: tr.applied, rescaled: tr.rescaled, via: tr.via}
+       END AS transfer
 ORDER BY depth
 """
 
@@ -546,7 +550,8 @@ def _lineage_table(o: RunOutcome) -> list[str]:
         "## Lineage of the best kernel",
         "",
         "Only knowledge that shaped the code is credited: a thought whose technique set the knob that changed "
-        "(offline generator) or that was in the LLM's prompt. Steps without one changed by a fallback move.",
+        "(offline generator) or that was in the LLM's prompt. Steps without one changed by a fallback move; "
+        "a transfer is a decision measured on another target or task (TRANSFERS_TO), re-rendered here.",
         "",
         "| step | thought (technique) | idea | result (competent / plain) | evidence commits |",
         "|---|---|---|---|---|",
@@ -555,7 +560,9 @@ def _lineage_table(o: RunOutcome) -> list[str]:
         commits = "<br>".join(_commit_md(c) for c in row.get("commits") or []) or "-"
         result = f"{_x(row.get('competent_speedup'))} / {_x(row['speedup'])}" if row.get("speedup") else row["status"]
         thought = f"{row['thought_title']} ({row['technique']})" if row.get("thought_title") else "-"
-        if row.get("thought_title") and row.get("from_code"):
+        if tr := row.get("transfer"):  # a seed: the credit goes to the kernel whose decision it carries
+            thought = f"transfer of {tr['task']} on {tr['target']} ({_x(tr['speedup'])}) {tr.get('rescaled') or ''}"
+        elif row.get("thought_title") and row.get("from_code"):
             thought += "; its code set " + ", ".join(f"{k} {v}" for k, v in row["from_code"].items())
         lines.append(
             f"| {row['depth']} | {_cell(thought)} | {_cell(row.get('idea_title') or '-')} | {result} | {commits} |"

@@ -65,3 +65,8 @@ MATCH (t:Thought)-[e:EFFECT_ON]->(g:Target) WHERE e.sum_log_gain IS NULL
 OPTIONAL MATCH (x:Experience {target_key: g.key, status: 'ok'})-[:APPLIED]->(t) WHERE x.speedup > 0
 WITH e, count(x) AS correct, sum(log(x.speedup)) AS sum_log
 SET e.sum_log_gain = coalesce(e.sum_log_speedup, 0.0), e.sum_log_speedup = toFloat(sum_log), e.correct = correct;
+
+// migration 10: transfers of a decision between targets and tasks
+// (Experience)-[:TRANSFERS_TO]->(Experience) is written when a run starts from a kernel measured on another
+// target or task (agent/transfer.py); analysts ask which decisions carried from one target to another.
+CREATE INDEX transfer_targets IF NOT EXISTS FOR ()-[t:TRANSFERS_TO]-() ON (t.from_target, t.from_task);

@@ -289,6 +289,9 @@ class RelType(StrEnum):
     IN_RUN = "IN_RUN"
     SIMILAR_TO = "SIMILAR_TO"
     EFFECT_ON = "EFFECT_ON"  # (Thought)-[:EFFECT_ON {EFFECT_PROPERTIES}]->(Target): see effect_summary
+    # (Experience)-[:TRANSFERS_TO {decision, applied, rescaled, via, ...}]->(Experience): a decision measured on
+    # one target or task, re-rendered and measured on another (agent/transfer.py, docs/CYPHER.md)
+    TRANSFERS_TO = "TRANSFERS_TO"
 
 
 EFFECT_PROPERTIES = (
@@ -355,6 +358,7 @@ ALLOWED_RELATIONSHIPS: dict[RelType, tuple[str, str]] = {
     RelType.DERIVED_FROM: ("Experience", "Experience"),
     RelType.IN_RUN: ("Experience", "Run"),
     RelType.EFFECT_ON: ("Thought", "Target"),
+    RelType.TRANSFERS_TO: ("Experience", "Experience"),
 }
 SIMILAR_LABELS = {"Target", "Task"}
 

@@ -157,6 +157,23 @@ class OfflineGenerator:
         space = self._space_named(family)
         return self._render(space, space.normalize(knobs))
 
+    def adopt(self, family: str, knobs: dict[str, KnobValue]) -> Variant:
+        """The variant of `family` at another kernel's knob values, each fitted to this task's grid.
+
+        Unlike `render`, a number the grid lacks or the register budget rejects takes the largest value below
+        it (as a thought's hints do), and knobs not given take the family's defaults.
+        """
+        space = self._space_named(family)
+        whole = space.defaults()
+        for knob in space.knobs:
+            fits = _values_up_to(knob, knobs[knob.name]) if knob.name in knobs else []
+            if fits:
+                whole[knob.name] = fits[0]
+        if space.valid(whole):  # the decision as a whole: its knobs were chosen together
+            return self._render(space, whole)
+        setting, _ = _hinted(space, space.defaults(), knobs, None)  # else knob by knob, within the budget
+        return self._render(space, setting)
+
     # ---------------------------------------------------------------------------------- internals
 
     def _space(self, family: Family) -> _Space:

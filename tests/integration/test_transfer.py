@@ -1,0 +1,99 @@
+"""A decision measured on K1 starts a run on K3 A100, rescaled for its VLEN, and the graph says so.
+
+Real Neo4j, clang-22 and qemu (k3-a100: VLEN 1024). The K1 kernel is recorded through the agent's own
+recorder (the test's input: an earlier K1 run chose LMUL 8 and 2 accumulators for sdot); the A100 run and
+its measurement are real.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent.offline import OfflineGenerator
+from agent.optimizer import Optimizer
+from agent.recorder import Recorder
+from agent.transfer import adapt, target_weight
+from agent.types import RunRequest
+from evaluator.targets import load_target
+from evaluator.tasks import load_task
+from knowledge.models import Experience, ExperienceStatus
+
+
+@pytest.fixture(scope="module")
+def warm_run(neo4j_settings, _session_store, embedder, tmp_path_factory):
+    """One K1 kernel recorded, then a one-evaluation run of the same task on K3 A100."""
+    from service.bootstrap import Container
+    from tests.integration.conftest import wipe
+
+    wipe(_session_store)
+    c = Container(neo4j_settings.model_copy(update={"home": tmp_path_factory.mktemp("transfer-home")}))
+    c.__dict__["store"] = _session_store
+    c.__dict__["embedder"] = embedder
+    opt = Optimizer(c)
+    k1 = opt.create_run(RunRequest(task="sdot", target="k1-x60", budget=1, generator="offline"))
+    gen = OfflineGenerator(load_task("sdot"), load_target("k1-x60"))
+    v = gen.render("rvv_reduction", {"lmul": 8, "accumulators": 2})
+    source = Experience(
+        id=f"{k1.id}-0000",
+        task_id="sdot",
+        target_key="k1-x60",
+        run_id=k1.id,
+        code=v.code,
+        code_hash=v.key,
+        variant=json.dumps({"family": v.family, "knobs": v.knobs}),
+        status=ExperienceStatus.OK,
+        speedup=3.0,
+    )
+    Recorder(c.store, c.embedder).record(source, True, None, True)
+    run = opt.create_run(RunRequest(task="sdot", target="k3-a100", budget=1, directions=1, generator="offline"))
+    return c, source, opt.execute(run.id)
+
+
+def test_warm_run_starts_from_the_rescaled_k1_decision(warm_run) -> None:
+    c, _source, out = warm_run
+    first = c.store.read(
+        "MATCH (x:Experience {run_id: $run}) RETURN x.variant AS v, x.status AS st ORDER BY x.step LIMIT 1",
+        run=out.run.id,
+    )[0]
+    knobs = json.loads(first["v"])["knobs"]
+    # LMUL 8 at VLEN 256 holds 64 floats; at VLEN 1024 that is LMUL 2. The accumulators carry over as they are.
+    assert (json.loads(first["v"])["family"], knobs["lmul"], knobs["accumulators"]) == ("rvv_reduction", 2, 2)
+    assert first["st"] == "ok"
+
+
+def test_the_transfer_is_an_edge_with_both_decisions_and_outcomes(warm_run) -> None:
+    c, source, _out = warm_run
+    edges = c.store.read(
+        "MATCH (s:Experience {id: $src})-[t:TRANSFERS_TO]->(x:Experience) RETURN properties(t) AS t, x.speedup AS s",
+        src=source.id,
+    )
+    assert len(edges) == 1
+    t = edges[0]["t"]
+    assert t["rescaled"] == "lmul 8 -> 2 for VLEN 256 -> 1024" and t["via"] == "target"
+    assert (t["from_target"], t["from_task"], t["from_speedup"], t["from_vlen"]) == ("k1-x60", "sdot", 3.0, 256)
+    assert json.loads(t["decision"])["knobs"]["lmul"] == 8 and json.loads(t["applied"])["knobs"]["lmul"] == 2
+    assert t["to_status"] == "ok" and t["to_speedup"] == edges[0]["s"] > 0  # measured on the A100, not copied
+    weight = c.store.read(
+        "MATCH (:Target {key: 'k1-x60'})-[s:SIMILAR_TO]-(:Target {key: 'k3-a100'}) RETURN s.weight AS w"
+    )
+    assert [r["w"] for r in weight] == [target_weight(256, 1024)] == [0.333]
+
+
+def test_the_lineage_credits_the_k1_kernel(warm_run) -> None:
+    _, source, out = warm_run
+    root = out.lineage[0]
+    assert root["transfer"]["experience"] == source.id and root["transfer"]["target"] == "k1-x60"
+    assert root["thought"] is None  # a seed applies no thought: the credit is the transfer's
+
+
+def test_a_decision_moves_to_a_related_operator_by_technique() -> None:
+    """sgemv_t's 4 columns per pass (register blocking) and unroll 2 become matmulnbits' rows and blocks."""
+    k1 = load_target("k1-x60")
+    source = OfflineGenerator(load_task("sgemv_t"), k1)
+    decision = {"family": "rvv_gemv", "knobs": {"lmul": 2, "cols": 4, "unroll": 2}}
+    made = adapt(decision, source.knobs("rvv_gemv"), 256, OfflineGenerator(load_task("matmulnbits_q4_gemv"), k1))
+    assert made is not None
+    variant, rescaled = made
+    assert (variant.family, variant.knobs["rows"], variant.knobs["blocks"], rescaled) == ("quant", 4, 2, "")
