@@ -118,6 +118,8 @@ def test_a_run_from_an_earlier_process_replays_from_the_graph(graph: Container) 
         "competent_speedup": 1.2,  # the seeded best (exp-3) carries a competent speedup (tests/integration/conftest.py)
         "status": "ok",
         "summary": "LMUL=4 row sweep: 1.8x",
+        "speedup_over_library": None,  # no library was configured for it
+        "library_label": None,
     }
 
 
