@@ -8,6 +8,7 @@ file and the field named, never later as a confusing compiler or harness error.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import logging
 import math
@@ -640,7 +641,10 @@ def _eval_expr(expr: str, env: dict[str, int], real: bool = False) -> float:
     return _eval(_parse_expr(expr).body, env, real)
 
 
+@functools.lru_cache(maxsize=4096)
 def _parse_expr(expr: str) -> ast.Expression:
+    """Parsed once per text: a suite load evaluates ~2,000 count and size expressions, most of them alike.
+    The tree is only read (`_eval`), never changed, so sharing it is safe."""
     if not expr.strip():
         raise ValueError("empty expression")
     if _C_ONLY.search(expr):
