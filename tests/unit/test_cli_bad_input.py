@@ -32,6 +32,7 @@ VALID_ARGUMENTS = {
     "library": "openblas",
     "clone": ".",
     "routine": "sdot",
+    "run": "run-20260101-000000-abcdef",
 }
 
 
