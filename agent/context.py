@@ -328,19 +328,22 @@ def _prior(
         exclude=exclude,
         limit=limit,
     )
-    return [
-        PriorExperience(
-            r["id"],
-            r["task"],
-            r["speedup"],
-            r["code"] or "",
-            list(r["cflags"] or []),
-            json.loads(r["variant"] or "{}"),
-            r["key"] or "",
-            r["competent"],
-        )
-        for r in rows
-    ]
+    return [_prior_from_row(r) for r in rows]
+
+
+def _prior_from_row(row: dict, **where: Any) -> PriorExperience:
+    """A best kernel as the queries above return it (`where`: the target it was measured on, for transfers)."""
+    return PriorExperience(
+        row["id"],
+        row["task"],
+        row["speedup"],
+        row["code"] or "",
+        list(row["cflags"] or []),
+        json.loads(row["variant"] or "{}"),
+        row["key"] or "",
+        row["competent"],
+        **where,
+    )
 
 
 _SAME_TASK_ELSEWHERE = """
@@ -378,18 +381,6 @@ def transfer_sources(store: GraphStore, task_id: str, target_key: str, limit: in
     rows += store.read(_RELATED_TASKS, task=task_id, target=target_key)
     rows.sort(key=lambda r: (-(r["weight"] or 0), r["task"] != task_id, -(r["speedup"] or 0)))
     return [
-        PriorExperience(
-            r["id"],
-            r["task"],
-            r["speedup"],
-            r["code"] or "",
-            list(r["cflags"] or []),
-            json.loads(r["variant"] or "{}"),
-            r["key"] or "",
-            r["competent"],
-            target_key=r["target"],
-            vlen=int(r["vlen"] or 0),
-            weight=float(r["weight"] or 0),
-        )
+        _prior_from_row(r, target_key=r["target"], vlen=int(r["vlen"] or 0), weight=float(r["weight"] or 0))
         for r in rows[:limit]
     ]
