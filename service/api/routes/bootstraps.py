@@ -114,9 +114,7 @@ class BootstrapService:
         return self.active == bootstrap_id and channel is not None and not channel.done
 
     def start(self, req: BootstrapRequest) -> str:
-        with self.lock:
-            if self.active:
-                raise Conflict(f"bootstrap {self.active} is executing", "wait for it or watch its events")
+        self._refuse_if_executing()
         boot = self.bootstrapper.plan(req)
         self._launch(boot.id)
         return boot.id
@@ -128,7 +126,19 @@ class BootstrapService:
         self._launch(boot.id)
         return boot.id
 
+    def _refuse_if_executing(self) -> None:
+        """Conflict while a bootstrap executes. One already past its terminal event is only tidying up (a
+        listener may act on "finished" before the thread clears `active`), so it is waited for, not refused."""
+        with self.lock:
+            active, thread = self.active, self.thread
+        if active and not self.is_active(active) and thread is not None:
+            thread.join(30.0)
+        with self.lock:
+            if self.active:
+                raise Conflict(f"bootstrap {self.active} is executing", "wait for it or watch its events")
+
     def _launch(self, bootstrap_id: str) -> None:
+        self._refuse_if_executing()
         with self.lock:
             if self.active:
                 raise Conflict(f"bootstrap {self.active} is executing", "wait for it or watch its events")
