@@ -24,6 +24,7 @@ import signal
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cache
@@ -656,7 +657,7 @@ class Evaluator:
         result.dram_bytes_per_cycle = timing.dram_bytes_per_cycle
         result.peak_flops_per_cycle = timing.peak_flops_per_cycle
         result.peak_dram_bytes_per_cycle = timing.peak_dram_bytes_per_cycle
-        _attach_confidence(result, target)
+        _attach_confidence(result, target, timing.assumed_prices)
         if below := _below_lower_bound(timing):
             result.speedup = None
             feedback = f"model_error: {below}; not a speedup (the cost model is at fault: please report it)"
@@ -1155,13 +1156,14 @@ def _wrong_feedback(task: KernelTask, f: verdict.Failure) -> str:
     )
 
 
-def _attach_confidence(result: EvalResult, target: TargetProfile) -> None:
+def _attach_confidence(result: EvalResult, target: TargetProfile, assumed_prices: Sequence[str] = ()) -> None:
     from evaluator.costmodel import confidence  # the cost model loads only where it is used
 
     bar = confidence.error_bar(target.key)
     if bar is not None:
         result.speedup_error, result.speedup_error_worst = bar.median, bar.worst
-    result.rests_on = confidence.rests_on(target, result.bound)
+    # Assumed target figures by bound, then any assumed instruction price the candidate's run used.
+    result.rests_on = confidence.rests_on(target, result.bound) + list(assumed_prices)
 
 
 def _below_lower_bound(timing: ModeledTiming) -> str | None:

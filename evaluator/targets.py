@@ -24,6 +24,8 @@ class VectorOverride(BaseModel):
     mnemonic: str  # regular expression matched against the whole mnemonic, e.g. "vsseg2e8\\.v"
     cycles: dict[str, float]  # vtype ("e8m1") -> cycles per instruction, as measured
     source: str  # where the figure was measured (or "assumed: ..."), shown by docs/COSTMODEL.md
+    # vtypes whose cycles no measurement gives (derived from a measured one): a result that runs one says so
+    assumed: list[str] = []
 
 
 class CostData(BaseModel):

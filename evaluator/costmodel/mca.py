@@ -130,6 +130,23 @@ def override_cycles(insn: Insn, vtype: Vtype | None, overrides: Sequence[VectorO
     return None
 
 
+def assumed_overrides(segments: Sequence[Segment], overrides: Sequence[VectorOverride]) -> list[str]:
+    """The override cells marked assumed that these blocks run, as "vl[uo]xei8.v e8m1 cycles" (sorted)."""
+    out: set[str] = set()
+    for seg in segments:
+        for i in seg.insns:
+            if override_cycles(i, seg.vtype, overrides) is None:
+                continue
+            cell = f"{seg.vtype.sew}{seg.vtype.lmul}".lower() if seg.vtype else "e8m1"
+            mnemonic = i.text.split(" ", 1)[0]
+            for o in overrides:
+                if cell in o.cycles and re.fullmatch(o.mnemonic, mnemonic):
+                    if cell in o.assumed:
+                        out.add(f"{o.mnemonic.replace(chr(92), '')} {cell} cycles")
+                    break
+    return sorted(out)
+
+
 def streams(
     segments: Sequence[Segment], split: bool, overrides: Sequence[VectorOverride] = ()
 ) -> dict[str, tuple[list[str], float]]:

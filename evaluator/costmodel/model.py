@@ -24,7 +24,15 @@ from core.errors import InvalidInput
 from evaluator.costmodel.blocks import costing_units, executed_blocks
 from evaluator.costmodel.elf import Disassembly, ElfSymbols, disassemble, require_objdump
 from evaluator.costmodel.loops import Loop, find_loops
-from evaluator.costmodel.mca import MODEL_VERSION, CostCache, Pricing, cost_units, llvm_version, require_mca
+from evaluator.costmodel.mca import (
+    MODEL_VERSION,
+    CostCache,
+    Pricing,
+    assumed_overrides,
+    cost_units,
+    llvm_version,
+    require_mca,
+)
 from evaluator.costmodel.memory import (
     CacheGeometry,
     MemoryStats,
@@ -71,6 +79,8 @@ class ModeledTiming(BaseModel):
     peak_flops_per_cycle: float = 0.0  # the target's roofline: compute ceiling...
     peak_l2_bytes_per_cycle: float = 0.0  # ...and the two bandwidth ceilings it was priced with
     peak_dram_bytes_per_cycle: float = 0.0
+    # instruction prices the run used that no measurement gives (the target's override cells marked assumed)
+    assumed_prices: tuple[str, ...] = ()
 
     @property
     def bytes_per_cycle(self) -> float:
@@ -285,6 +295,7 @@ def model_kernel_breakdown(
         peak_flops_per_cycle=target.peak_flops_per_cycle,
         peak_l2_bytes_per_cycle=target.l2_bytes_per_cycle,
         peak_dram_bytes_per_cycle=target.dram_bytes_per_cycle,
+        assumed_prices=tuple(assumed_overrides(blocks.segments, target.overrides)),
     )
     t2 = time.perf_counter()
     seconds = {"qemu": trace.qemu_seconds, "trace": t1 - t0 - trace.qemu_seconds, "mca": t2 - t1, "total": t2 - t0}

@@ -18,6 +18,7 @@ from evaluator.costmodel.mca import (
     Segment,
     Unit,
     _operands,
+    assumed_overrides,
     cost_units,
     needs_coupling,
     recurrence,
@@ -208,6 +209,18 @@ def test_streams_split_vector_and_scalar_with_the_vtype_stated() -> None:
     assert got["v"] == (["# LLVM-MCA-RISCV-LMUL M4", "# LLVM-MCA-RISCV-SEW E32", "vfmacc.vf v8, fa0, v1"], 0.0)
     assert got["s"] == (["addi a0, a0, -1", "bnez a0, ."], 0.0)
     assert list(streams([_seg(FMA_CHAIN)], split=False)) == ["c"]
+
+
+def test_a_run_of_an_assumed_override_cell_is_named_and_a_measured_one_is_not() -> None:
+    """Issue 19: the X60's vluxei8 price is fitted at e8m4 only; a kernel that runs it at e8m1 rests on an
+    assumption and its result must say so, one at e8m4 must not."""
+    from evaluator.targets import load_target
+
+    overrides = load_target("k1-x60").costmodel.vector_overrides
+    gather = ["vluxei8.v v8, (a0), v16", "addi a0, a0, 1", "bnez a0, 0x10 <l>"]
+    assert assumed_overrides([_seg(gather, Vtype("E8", "M4"))], overrides) == []
+    assert assumed_overrides([_seg(gather, Vtype("E8", "M1"))], overrides) == ["vl[uo]xei8.v e8m1 cycles"]
+    assert assumed_overrides([_seg(FMA_CHAIN, Vtype("E8", "M1"))], overrides) == []  # no override at all
 
 
 def test_a_vector_to_scalar_move_couples_the_streams() -> None:

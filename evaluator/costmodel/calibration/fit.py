@@ -296,6 +296,8 @@ def target_toml(base_path: Path, result: FitResult, host: str, date: str) -> str
             source = _quote(f"{note} (x{s:.4g}) from: {o.source}")
             blocks += ["[[costmodel.vector_overrides]]", f"mnemonic = {_quote(o.mnemonic)}"]
             blocks += [f"cycles = {{ {cells} }}", f"source = {source}"]
+            if o.assumed:  # scaling a derived figure does not make it measured
+                blocks.append(f"assumed = {_quote_list(o.assumed)}")
     header = f"# Calibrated copy of {base_path.name}: {note}.\n# Pass it with --target to eok eval / eok optimize.\n"
     text = header + text.rstrip("\n") + "\n\n" + "\n".join(blocks) + "\n"
     TargetProfile.model_validate(tomllib.loads(text))  # a file we write must load
