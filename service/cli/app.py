@@ -7,7 +7,7 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, NoReturn
@@ -59,6 +59,19 @@ class GeneratorName(StrEnum):
 # Commands that write under EOK_HOME (Neo4j data, caches, run artefacts): it is checked before they start.
 WRITES_HOME = {"db", "eval", "optimize", "mine", "serve", "up", "ideas", "calibrate", "upstream", "export"}
 INTERRUPTED_EXIT = 130  # the shell's code for a process stopped by SIGINT
+
+
+@contextlib.contextmanager
+def working(what: str) -> Iterator[None]:
+    """A spinner with the seconds elapsed on stderr while a step that may take seconds runs (connecting to
+    Neo4j, loading the embedding model, a query): the user sees at once that something is happening. Gone
+    when the step ends; nothing at all when stderr is not a terminal (pipes and --json readers)."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    columns = (SpinnerColumn(), TextColumn(what, markup=False), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True) as progress:
+        progress.add_task(what, total=None)  # a Progress draws only its tasks: without one it shows nothing
+        yield
 
 
 def print_json(data: Any) -> None:

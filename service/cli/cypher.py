@@ -13,7 +13,7 @@ from rich.text import Text
 from core.errors import InvalidInput
 from core.settings import get_settings
 from service.api.cypher import ReadOnlyCypher, get_saved_query, load_saved_queries
-from service.cli.app import JsonOpt, app, console, print_json
+from service.cli.app import JsonOpt, app, console, print_json, working
 
 
 @app.command("cypher")
@@ -33,7 +33,7 @@ def cypher_command(
     settings = get_settings()
     from knowledge.store import GraphStore
 
-    with GraphStore.connect(settings) as store:
+    with working(f"running {name} on {settings.bolt_uri}"), GraphStore.connect(settings) as store:
         guard = ReadOnlyCypher(store, settings.cypher_timeout_s, settings.cypher_row_cap, settings.cypher_byte_cap)
         result = guard.run(query.text, params)
     if json_out:

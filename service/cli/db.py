@@ -10,7 +10,7 @@ from rich.table import Table
 
 from core.errors import Unavailable
 from core.settings import Settings, get_settings
-from service.cli.app import JsonOpt, app, console, err_console, print_json
+from service.cli.app import JsonOpt, app, console, err_console, print_json, working
 
 db_app = typer.Typer(help="Start, stop and inspect the Neo4j that holds the experience graph.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
@@ -38,15 +38,7 @@ def start(json_out: bool = JsonOpt) -> None:
     if json_out or not settings.uses_local_neo4j or local_neo4j.pid(settings):
         uri = local_neo4j.start(settings)
     else:  # a cold start takes 10 s to 2 min (JVM, store recovery, first build): show that it is working
-        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-        with Progress(
-            SpinnerColumn(),
-            TextColumn("starting the local Neo4j"),
-            TimeElapsedColumn(),
-            console=err_console,
-            transient=True,
-        ):
+        with working("starting the local Neo4j"):
             uri = local_neo4j.start(settings)
     info = {**_where(settings), "uri": uri, "seconds": round(time.monotonic() - began, 2)}
     if json_out:
@@ -85,7 +77,9 @@ def status(json_out: bool = JsonOpt) -> None:
 
     settings = get_settings()
     try:
-        with GraphStore.connect(settings, migrate=False) as store:  # Unavailable names the URI and the fix
+        counting = working(f"counting the graph at {settings.bolt_uri}")
+        # GraphStore.connect raises Unavailable naming the URI and the fix
+        with counting, GraphStore.connect(settings, migrate=False) as store:
             stats = store.stats()
             stats["vector_index_pending"] = store.vector_index_pending()
     except Unavailable as e:
@@ -110,7 +104,10 @@ def sync(json_out: bool = JsonOpt) -> None:
 
     settings = get_settings()
     began = time.monotonic()
-    with GraphStore.connect(settings) as store:
+    with (
+        working(f"copying embeddings into the vector indexes at {settings.bolt_uri}"),
+        GraphStore.connect(settings) as store,
+    ):
         copied = store.sync_vector_index()
         pending = store.vector_index_pending()
     info = {

@@ -12,7 +12,7 @@ from rich.padding import Padding
 from rich.text import Text
 
 from core.errors import NotFound
-from service.cli.app import JsonOpt, app, console, print_json
+from service.cli.app import JsonOpt, app, console, print_json, working
 
 
 class Kind(StrEnum):
@@ -76,7 +76,9 @@ def _search_here(query: str, k: int, kind: Kind | None, isa: str | None, operato
     filters = SearchFilters(kind=kind.value if kind else None, isa=isa, operator=operator, technique=technique)
     c = Container()
     try:
-        return c.retriever.search(query, k=k, filters=filters)
+        # A cold search loads the embedding model and the FAISS cache: seconds without a running service.
+        with working(f"loading the embedding model and searching {c.settings.bolt_uri}"):
+            return c.retriever.search(query, k=k, filters=filters)
     finally:
         c.close()
 
@@ -129,7 +131,8 @@ def show(
 
     c = Container()
     try:
-        experience = c.store.read(_EXPERIENCE, id=node_id)
+        with working(f"reading {node_id} from {c.settings.bolt_uri}"):
+            experience = c.store.read(_EXPERIENCE, id=node_id)
         rows = (
             []
             if experience
