@@ -368,14 +368,27 @@ def _await_bolt(settings: Settings, running: int) -> None:
                 f"fix the cause above; Neo4j's own log is {logs.parent / 'debug.log'}",
             )
         problem = _answers(settings, timeout_s=2.0)
-        if problem is None:
+        # The answer must come from the process we started: another program that took the port between
+        # our check and our bind would answer too (and have its data used, or wiped, as ours).
+        if problem is None and _listens(running, settings.local_neo4j_port):
             return
+        if problem is None:
+            problem = f"port {settings.local_neo4j_port} is answered by another program, not pid {running}"
         time.sleep(0.25)
     raise Unavailable(
         f"the local Neo4j (pid {running}) did not answer on {settings.bolt_uri} within "
         f"{settings.local_neo4j_start_timeout_s:.0f} s ({problem}); last lines of {logs}:\n" + _tail(logs),
         "it is left running: wait and retry `eok db start`, raise EOK_LOCAL_NEO4J_START_TIMEOUT_S, or `eok db stop`",
     )
+
+
+def _listens(pid: int, port: int) -> bool:
+    """True when process `pid` has a listening TCP socket on `port`."""
+    try:
+        sockets = psutil.Process(pid).net_connections(kind="tcp")
+    except psutil.Error:
+        return False
+    return any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port for c in sockets)
 
 
 def _answers(settings: Settings, timeout_s: float) -> str | None:

@@ -19,24 +19,15 @@ if TYPE_CHECKING:
 # ======================================================================================================
 # Neo4j (owner: local Neo4j / `eok db`). A real server for the whole session, never a mock.
 #
-#   neo4j_settings  session: Settings pointing at a running Neo4j. By default the local one, started here
-#                   on port EOK_TEST_NEO4J_PORT (default 7688; a free port if 7688 is taken and the
-#                   variable is unset) with its data in a temp dir, and stopped at the end. With
-#                   EOK_TEST_NEO4J_URI or NEO4J_URI set, that server is used instead (and the `store`
-#                   fixture WIPES its data: point it at a scratch database only).
+#   neo4j_settings  session: Settings pointing at a running Neo4j. By default a private one, started
+#                   here on port EOK_TEST_NEO4J_PORT (default: a free port the OS picks) with its data in
+#                   a temp dir, and stopped at the end. With EOK_TEST_NEO4J_URI or NEO4J_URI set, that
+#                   server is used instead by the first pytest-xdist worker (or the only process), and
+#                   the `store` fixture WIPES its data: point it at a scratch database only.
 #   store           function: a GraphStore on an emptied database (schema and migration records kept).
 #
 # If Neo4j cannot start, every test using these fixtures errors with the reason; nothing is skipped.
 # ======================================================================================================
-
-DEFAULT_TEST_NEO4J_PORT = 7688
-
-
-def _port_is_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) != 0
-
 
 def free_port() -> int:
     """A port nothing listens on now (the OS picks it), for a server started right after."""
@@ -45,12 +36,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _xdist_worker() -> str:
+    """This process's pytest-xdist worker ("gw0", "gw1", ...), or "" when the suite runs in one process."""
+    return os.environ.get("PYTEST_XDIST_WORKER", "")
+
+
 def _test_neo4j_port() -> int:
     explicit = os.environ.get("EOK_TEST_NEO4J_PORT")
-    if explicit:
+    if explicit and _xdist_worker() in ("", "gw0"):
         return int(explicit)  # asked for: used as is, and start fails loudly if it is taken
-    # Several people may run the suite at once on one machine: never share (and wipe) another's server.
-    return DEFAULT_TEST_NEO4J_PORT if _port_is_free(DEFAULT_TEST_NEO4J_PORT) else free_port()
+    # Several sessions (and each xdist worker) may run at once on one machine: never share (and wipe)
+    # another's server. A port the OS just handed out is not handed out again at once.
+    return free_port()
 
 
 def local_test_settings(root: Path, port: int) -> Settings:
@@ -69,7 +66,9 @@ def neo4j_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setting
 
     root = tmp_path_factory.mktemp("neo4j-session")
     remote = os.environ.get("EOK_TEST_NEO4J_URI") or os.environ.get("NEO4J_URI")
-    if remote:
+    # Under pytest-xdist only the first worker uses a given server; the others start private ones, since
+    # each test empties the graph it uses.
+    if remote and _xdist_worker() in ("", "gw0"):
         settings = Settings(home=root / "home", NEO4J_URI=remote)
         local_neo4j.start(settings)  # only checks that it answers; raises Unavailable naming it if not
         yield settings

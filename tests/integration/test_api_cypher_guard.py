@@ -243,6 +243,10 @@ def test_runaway_expressions_end_at_the_timeout_and_memory_returns(
     """Neo4j stops a query only between rows: a single-row 10^9-step expression or a 15-million-element
     answer used to hold the request for a minute and the server's memory for good."""
     server = _server_process(neo4j_settings)
+    # A server started minutes ago still grows as its first queries load classes and compile code: small
+    # versions of the same queries take that growth before the baseline, so what stays is what they held.
+    for warm in ("RETURN reduce(s = 0, x IN range(1, 100000) | s + x) AS s", "RETURN range(1, 10000) AS r"):
+        assert client.post("/cypher", json={"query": warm}, headers=ANALYST).status_code == 200
     before = server.memory_info().rss
     for query in (
         "RETURN reduce(s = 0, x IN range(1, 1000000000) | s + x) AS s",
@@ -262,7 +266,8 @@ def test_runaway_expressions_end_at_the_timeout_and_memory_returns(
         assert time.monotonic() < deadline, "abandoned queries never left Neo4j"
         time.sleep(2)
     assert client.post("/cypher", json={"query": "RETURN 1 AS one"}, headers=ANALYST).status_code == 200
-    while server.memory_info().rss > before + 50 * 2**20:
+    # A 15-million-element list held for good is hundreds of MiB; the margin is the heap's normal play.
+    while server.memory_info().rss > before + 100 * 2**20:
         assert time.monotonic() < deadline, (before >> 20, server.memory_info().rss >> 20)
         time.sleep(2)
 

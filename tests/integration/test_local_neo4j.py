@@ -287,3 +287,19 @@ def test_the_service_starts_its_local_server_again_after_a_crash_but_not_after_a
         assert local_neo4j.pid(own) is None
     finally:
         stop.set()
+
+
+def test_a_server_that_took_the_port_first_is_not_taken_for_ours(neo4j_settings: Settings, tmp_path: Path) -> None:
+    """Two sessions that both found a port free: the one whose server lost the bind must not use (and wipe)
+    the winner's. Here the session's server plays the winner and a process that never listens plays ours."""
+    from urllib.parse import urlsplit
+
+    port = urlsplit(neo4j_settings.bolt_uri).port
+    settings = local_test_settings(tmp_path, port).model_copy(update={"local_neo4j_start_timeout_s": 30.0})
+    ours = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)"])
+    try:
+        with pytest.raises(Unavailable, match="exited while starting"):
+            local_neo4j._await_bolt(settings, ours.pid)
+    finally:
+        ours.kill()
+        ours.wait()

@@ -53,7 +53,8 @@ def test_the_written_file_keeps_the_base_and_annotates_each_fitted_value() -> No
     vsseg = [o for o in data["costmodel"]["vector_overrides"] if o["mnemonic"] == "vsseg2e8\\.v"]
     assert len(vsseg) == 1 and vsseg[0]["cycles"]["e8m2"] == 24.0  # 12 measured, x2
     others = [o for o in data["costmodel"]["vector_overrides"] if o["mnemonic"] == "vle8\\.v"]
-    assert others == [o.model_dump() for o in profile.costmodel.vector_overrides if o.mnemonic == "vle8\\.v"]
+    mine = [o.model_dump(exclude_defaults=True) for o in profile.costmodel.vector_overrides]
+    assert others == [o for o in mine if o["mnemonic"] == "vle8\\.v"]
     strided = [o for o in data["costmodel"]["vector_overrides"] if o["mnemonic"] == "vsse8\\.v"]
     assert strided and strided[0]["cycles"]["e8m1"] == 33.81  # the published table's first vsse8 row, scale 1
 
