@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 # If Neo4j cannot start, every test using these fixtures errors with the reason; nothing is skipped.
 # ======================================================================================================
 
+
 def free_port() -> int:
     """A port nothing listens on now (the OS picks it), for a server started right after."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
