@@ -30,6 +30,7 @@ class Blocks:
 TRAFFIC_FIELDS = (
     "bytes", "l2_bytes", "dram_bytes", "flops",
     "dram_write_bytes", "dram_alloc_bytes", "l2_write_bytes", "l2_alloc_bytes", "scattered_stores",
+    "one_line_scattered_stores",
 )  # fmt: skip
 
 
@@ -57,7 +58,7 @@ def executed_blocks(trace: RegionTrace, dis: Disassembly, vlen: int = 256, memor
     segments = raw
     per_run = np.array([_traffic(s, vl) for s, vl in zip(raw, vls, strict=True)]).reshape(len(raw), len(TRAFFIC_FIELDS))
     if memory is not None:
-        per_run[:, [0, 1, 2, 4, 5, 6, 7, 8]] = _memory_per_run(raw, addrs, runs, memory)
+        per_run[:, [0, 1, 2, 4, 5, 6, 7, 8, 9]] = _memory_per_run(raw, addrs, runs, memory)
     index: dict[Segment, int] = {}  # a scalar TB is one block whatever vtype it ran under
     remap = np.array([index.setdefault(s, len(index)) for s in segments], dtype=np.int64)
     weight = np.zeros(len(index))
@@ -128,15 +129,16 @@ def _traffic(seg: Segment, vl: float | None) -> list[float]:
             flops += 2 * width
         elif _FP_RE.match(insn.text):
             flops += width
-    return [0.0, 0.0, 0.0, flops, 0.0, 0.0, 0.0, 0.0, 0.0]
+    return [0.0, 0.0, 0.0, flops, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
 
 
 def _memory_per_run(
     raw: list[Segment], addrs: list[tuple[int, ...]], runs: np.ndarray, memory: MemoryStats
 ) -> np.ndarray:
     """Bytes accessed, L2<->L1 bytes, DRAM bytes, DRAM bytes written, DRAM lines stores allocated, L1->L2
-    bytes written, L1 lines stores allocated (in bytes) and scattered vector stores executed, per run of each
-    key (an insn's counts split by runs).
+    bytes written, L1 lines stores allocated (in bytes), scattered vector stores executed whose elements
+    span more than one line and those whose elements all fell in one line, per run of each key (an insn's
+    counts split by runs).
 
     A line a store misses on is allocated without being read (the simulated cache still holds it): rvv-bench's
     memcpy at 1 MiB moves 7.0 GB/s on a BPI-F3, which a read of every destination line would have cost a
@@ -147,20 +149,22 @@ def _memory_per_run(
         for pc in a:
             runs_at[pc] += r
     line = memory.line
-    out = np.zeros((len(addrs), 8))
+    out = np.zeros((len(addrs), 9))
     for k, a in enumerate(addrs):
         for insn, pc in zip(raw[k].insns, a, strict=True):
             s = memory.of(pc)
             if s is None:
                 continue
-            accesses, nbytes, stores, l1_fills, l2_fills, l1_wb, l2_wb, scattered = s.tolist()
+            accesses, nbytes, stores, l1_fills, l2_fills, l1_wb, l2_wb, scattered, multi_line = s.tolist()
             allocated = l1_allocated = 0
             if stores and stores == accesses:  # a store instruction: its fills are write allocations
                 allocated, l1_allocated, l1_fills, l2_fills = l2_fills, l1_fills, 0, 0
             share = 1.0 / runs_at[pc]
             counts = [nbytes, (l1_fills + l1_wb) * line, (l2_fills + l2_wb) * line, l2_wb * line, allocated * line]
-            out[k] += share * np.array([*counts, l1_wb * line, l1_allocated * line, 0.0])
-            out[k, 7] += _scattered_store(insn.text, stores, scattered)  # once per run of its block
+            out[k] += share * np.array([*counts, l1_wb * line, l1_allocated * line, 0.0, 0.0])
+            if _scattered_store(insn.text, stores, scattered):  # its executions, split by the lines they span
+                spanning = min(multi_line * share, 1.0)
+                out[k, 7:9] += (spanning, 1.0 - spanning)
     return out
 
 

@@ -27,8 +27,11 @@ from evaluator.costmodel.trace import RegionMismatch
 
 SOURCE = Path(__file__).with_name("memsim.c")
 HOST_CC = "clang-22"  # already required for the harness builds; builds the host plugin too
-# scattered: element accesses not next to the same instruction's previous one (strided and indexed ones).
-STAT_FIELDS = ("accesses", "bytes", "stores", "l1_fills", "l2_fills", "l1_writebacks", "l2_writebacks", "scattered")
+# scattered: element accesses not next to the same instruction's previous one (strided and indexed ones);
+# multi_line: executions of a strided or indexed vector store whose elements fall in more than one line.
+STAT_FIELDS = (
+    "accesses", "bytes", "stores", "l1_fills", "l2_fills", "l1_writebacks", "l2_writebacks", "scattered", "multi_line",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,12 @@ typedef struct Stat {
   /* scattered: accesses that do not continue this instruction's previous one (neither the next nor the
    * previous address): the element accesses of strided and indexed vector loads and stores. */
   uint64_t scattered;
+  /* multi_line: executions of a strided or indexed vector store whose element accesses fall in more than
+   * one line (docs/COSTMODEL.md "Scattered stores beyond L1"); `tracked` marks those stores, whose every
+   * execution starts with on_store_start. */
+  uint64_t multi_line;
+  uint64_t exec_line; /* the line of this execution's first access */
+  bool tracked, exec_fresh, exec_multi;
   uint64_t last_start, last_end; /* the previous access of this instruction */
   struct Stat *next; /* hash chain */
 } Stat;
@@ -215,7 +221,25 @@ static void on_mem(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr
   s->stores += store;
   if (s->last_end && vaddr != s->last_end && vaddr + size != s->last_start) s->scattered++;
   s->last_start = vaddr, s->last_end = vaddr + size;
+  if (s->tracked) {
+    if (s->exec_fresh) s->exec_fresh = false, s->exec_multi = false, s->exec_line = first;
+    if (!s->exec_multi && (first != s->exec_line || last != s->exec_line)) s->exec_multi = true, s->multi_line++;
+  }
   for (uint64_t line = first; line <= last; line++) record(line, store, s);
+}
+
+/* An execution of a tracked store begins: its accesses follow (exec callbacks run before the instruction). */
+static void on_store_start(unsigned int vcpu, void *userdata) {
+  if (vcpu != 0 || !in_region) return;
+  ((Stat *)userdata)->exec_fresh = true;
+}
+
+/* A strided or indexed vector store (STORE-FP major opcode, a vector width, mop != unit stride). */
+static bool scattering_vector_store(const uint8_t *p, size_t size) {
+  if (size != 4) return false;
+  uint32_t w = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+  unsigned width = (w >> 12) & 7;
+  return (w & 0x7f) == 0x27 && (width == 0 || width >= 5) && ((w >> 26) & 3) != 0;
 }
 
 /* ---- integrity: SHA-256 / HMAC (FIPS 180-4, RFC 2104), the region's TB executions, code checks ---- */
@@ -379,15 +403,15 @@ static void dump(void) {
   size_t len = 0;
   FILE *m = open_memstream(&buf, &len);
   if (!m || !out_file) abort();
-  fprintf(m, "# pc accesses bytes stores l1_fills l2_fills l1_writebacks l2_writebacks scattered\n");
+  fprintf(m, "# pc accesses bytes stores l1_fills l2_fills l1_writebacks l2_writebacks scattered multi_line\n");
   for (size_t b = 0; b < BUCKETS; b++)
     for (Stat *s = buckets[b]; s; s = s->next)
       if (s->accesses || s->l1_writebacks || s->l2_writebacks)
-        fprintf(m, "%llx %llu %llu %llu %llu %llu %llu %llu %llu\n", (unsigned long long)s->pc,
+        fprintf(m, "%llx %llu %llu %llu %llu %llu %llu %llu %llu %llu\n", (unsigned long long)s->pc,
                 (unsigned long long)s->accesses, (unsigned long long)s->bytes, (unsigned long long)s->stores,
                 (unsigned long long)s->l1_fills, (unsigned long long)s->l2_fills,
                 (unsigned long long)s->l1_writebacks, (unsigned long long)s->l2_writebacks,
-                (unsigned long long)s->scattered);
+                (unsigned long long)s->scattered, (unsigned long long)s->multi_line);
   if (keyed) {
     for (size_t b = 0; b < BUCKETS; b++)
       for (TbRec *r = tb_buckets[b]; r; r = r->next)
@@ -436,7 +460,12 @@ static void on_tb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
     if (keyed && !elf_has(pc, qemu_plugin_insn_data(insn), qemu_plugin_insn_size(insn)) && !smc_count++) smc_first = pc;
     if (pc == begin_pc) qemu_plugin_register_vcpu_insn_exec_cb(insn, on_begin, QEMU_PLUGIN_CB_NO_REGS, NULL);
     if (pc == end_pc) qemu_plugin_register_vcpu_insn_exec_cb(insn, on_end, QEMU_PLUGIN_CB_NO_REGS, NULL);
-    qemu_plugin_register_vcpu_mem_cb(insn, on_mem, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, stat_for(pc));
+    Stat *s = stat_for(pc);
+    if (scattering_vector_store(qemu_plugin_insn_data(insn), qemu_plugin_insn_size(insn))) {
+      s->tracked = true;
+      qemu_plugin_register_vcpu_insn_exec_cb(insn, on_store_start, QEMU_PLUGIN_CB_NO_REGS, s);
+    }
+    qemu_plugin_register_vcpu_mem_cb(insn, on_mem, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, s);
   }
 }
 

@@ -11,6 +11,7 @@ import pytest
 
 from evaluator.costmodel import ModeledTiming, machines, model_kernel_breakdown
 from evaluator.costmodel.bench import build, qemu_argv
+from evaluator.costmodel.model import ONE_LINE_ASSUMED
 
 pytestmark = pytest.mark.qemu
 
@@ -134,3 +135,13 @@ def test_a_scattered_store_beyond_l1_waits_its_fitted_cycles(model: Model) -> No
     assert scattered.cycles - contiguous.cycles >= 0.9 * x60.l2 * (m / 32)  # one vsse8 per 32 bytes
     in_l1 = model("strided_store", STRIDE=4, M=2048), model("strided_store", STRIDE=1, M=2048)
     assert in_l1[0].cycles == pytest.approx(in_l1[1].cycles, rel=0.1)
+    assert not scattered.assumed_prices  # two lines per vsse8: the fitted wait, measured
+
+
+def test_a_scattered_store_within_one_line_waits_nothing_and_says_it_is_assumed(model: Model) -> None:
+    """Stride 2: each vsse8's 32 bytes land in one 64-byte line (the fit's stores span 2 and 4 lines). It
+    is priced like the contiguous store of the same lines, and the result names the assumption."""
+    m = 65536
+    one_line, contiguous = model("strided_store", STRIDE=2, M=m), model("strided_store", STRIDE=1, M=m)
+    assert one_line.cycles == pytest.approx(contiguous.cycles, rel=0.1)
+    assert one_line.assumed_prices == (ONE_LINE_ASSUMED,) and not contiguous.assumed_prices

@@ -26,6 +26,7 @@ from evaluator.costmodel.mca import (
     streams,
 )
 from evaluator.costmodel.memory import (
+    STAT_FIELDS,
     CacheGeometry,
     MemoryStats,
     TraceGuard,
@@ -309,11 +310,12 @@ def test_missing_llvm_mca_is_unavailable_with_an_install_hint(monkeypatch: pytes
 
 def test_plugin_table_is_read_by_pc(tmp_path: Path) -> None:
     out = tmp_path / "memsim.txt"
-    out.write_text("# header\n302ec 4096 16384 0 4 1 3 0 0\n302e8 10 40 10 2 2 0 1 9\n")
+    out.write_text("# header\n302ec 4096 16384 0 4 1 3 0 0 0\n302e8 10 40 10 2 2 0 1 9 1\n")
     stats, vouched = read_stats(out, 64)
     assert vouched is None  # no guard: nothing to verify
     assert stats.pcs.tolist() == [0x302E8, 0x302EC]
-    assert stats.of(0x302EC).tolist() == [4096, 16384, 0, 4, 1, 3, 0, 0]  # type: ignore[union-attr]
+    assert stats.of(0x302EC).tolist() == [4096, 16384, 0, 4, 1, 3, 0, 0, 0]  # type: ignore[union-attr]
+    assert stats.counts.shape[1] == len(STAT_FIELDS)
     assert stats.of(0x1234) is None
     (tmp_path / "empty.txt").write_text("# header only: the region made no access\n")
     assert len(read_stats(tmp_path / "empty.txt", 64)[0].pcs) == 0
