@@ -3,9 +3,9 @@
 - every generic flag and pragma is accepted by clang-22 for the X60 (board and emulator flags) and
   has the effect it claims (LMUL, reassociation);
 - the generic default variant is correct for every task of the suite;
-- the BLAS-like RVV families (reduction, elementwise, gemv, gemm): the default and the extremes of
-  every knob are correct at every size of their tasks (tails included: the harness checks all sizes),
-  the defaults beat the baseline on the modeled X60, and (slow) random knob combinations are correct.
+- the BLAS-like RVV families (reduction, elementwise, gemv, gemm, the packed GEMM micro-kernel): the default
+  and the extremes of every knob are correct at every size of their tasks (tails included: the harness checks
+  all sizes), the defaults beat the baseline on the modeled X60, and (slow) random knob combinations are correct.
 
 Evaluations run two at a time (the machine has two cores) in session fixtures; each case then gets
 its own test result.
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.qemu
 TARGET = load_target("k1-x60")
 TASKS = list_tasks()
 BY_NAME = {t.name: t for t in TASKS}
-BLAS = ("rvv_reduction", "rvv_elementwise", "rvv_gemv", "rvv_gemm")
+BLAS = ("rvv_reduction", "rvv_elementwise", "rvv_gemv", "rvv_gemm", "rvv_gemm_packed")
 CLANG = shutil.which("clang-22") or "clang-22"
 
 
@@ -176,6 +176,7 @@ def test_the_blas_families_cover_their_tasks() -> None:
         "sgemv_n": "rvv_gemv", "sgemv_t": "rvv_gemv",
         "sgemm_64": "rvv_gemm", "sgemm_nt": "rvv_gemm", "sgemm_skinny_m4": "rvv_gemm",
         "sgemm_square_96": "rvv_gemm", "sgemm_tall_n16": "rvv_gemm",
+        "sgemm_kernel_blas": "rvv_gemm_packed",
     }  # fmt: skip
 
 
