@@ -6,11 +6,13 @@ bn columns the same in blocks of UNROLL_N; C column-major in ldc, C += alpha*A*B
 the two unrolls as `#define UNROLL_M` / `#define UNROLL_N`: that is the contract this family reads.
 
 The kernel: for each block of nr columns (one function per width, nr accumulators) and each block of mr
-rows, the mr rows of a column of C are one vector (LMUL the smallest that holds UNROLL_M floats at the
-target's VLEN, vl = mr for the row tails); per k it loads the block's column of A once and does nr
-vfmacc.vf with B's values (scalar loads: the LS pipes, not the vector load/store pipe); at the end
-C = C + alpha*acc with one vfmacc per column. Knobs: k unroll (unroll) and which loop is outer (memory
-access: column blocks outside keep B's block hot, as OpenBLAS does; row blocks outside keep A's).
+rows, the mr rows of a column of C are one vector (by default LMUL the smallest that holds UNROLL_M floats
+at the target's VLEN; vl = mr for the row tails) or several of a smaller LMUL; per k it loads the block's
+column of A once and does one vfmacc.vf per column and vector with B's values (scalar loads: the LS pipes,
+not the vector load/store pipe); at the end C = C + alpha*acc with one vfmacc per vector. Knobs: lmul
+(vector_length), the columns whose accumulators one pass over k keeps (register_blocking: all nr, or half
+and a second pass that reads A again), k unroll (unroll) and which loop is outer (memory_access: column
+blocks outside keep B's block hot, as OpenBLAS does; row blocks outside keep A's).
 """
 
 from __future__ import annotations
@@ -71,54 +73,80 @@ def row_lmul(target: TargetProfile, unroll_m: int) -> int | None:
     return next((lm for lm in (1, 2, 4, 8) if target.vlen // 32 * lm >= unroll_m), None)
 
 
-def _block(nr: int, lmul: int, unroll: int) -> list[str]:
+def parts(target: TargetProfile, unroll_m: int, lmul: int) -> int:
+    """Vectors of LMUL `lmul` that a column of a full block of UNROLL_M rows takes."""
+    per = target.vlen // 32 * lmul
+    return -(-unroll_m // per)
+
+
+def registers(target: TargetProfile, con: PackedContract, lmul: int, cols: int, unroll: int) -> int:
+    """Vector registers of a tile: the accumulators of `cols` columns and `unroll` loads of A's column."""
+    return parts(target, con.unroll_m, lmul) * (min(cols, con.unroll_n) + unroll) * lmul
+
+
+def _block(nr: int, lmul: int, unroll: int, nparts: int, per: int, cols: int) -> list[str]:
+    """tile_<nr>: mr (<= UNROLL_M) rows by nr columns; each column's rows in `nparts` vectors of `per` lanes
+    (a part past mr gets vl 0: no lanes, no memory touched), `cols` columns of accumulators per pass over k."""
     s, t = f"f32m{lmul}", f"vfloat32m{lmul}_t"
-    acc = [f"acc{j}" for j in range(nr)]
     out = [
         f"static inline __attribute__((always_inline)) void tile_{nr}(int64_t mr, int64_t bk, float alpha, "
         "const float *a, const float *b, float *c, int64_t ldc)",
         "{",
-        f"    const size_t vl = __riscv_vsetvl_e32m{lmul}((size_t)mr);",
-        *(f"    {t} {x} = __riscv_vfmv_v_f_{s}(0.0f, vl);" for x in acc),
-        "    int64_t k = 0;",
-        f"    for (; k + {unroll} <= bk; k += {unroll}) {{",
     ]
-    for q in range(unroll):
-        kq = "k" if q == 0 else f"(k + {q})"
-        out.append(f"        const {t} a{q} = __riscv_vle32_v_{s}(a + {kq} * mr, vl);")
-    for q in range(unroll):
-        kq = "k" if q == 0 else f"(k + {q})"
-        out += [f"        {x} = __riscv_vfmacc_vf_{s}({x}, b[{kq} * {nr} + {j}], a{q}, vl);" for j, x in enumerate(acc)]
-    out.append("    }")
-    if unroll > 1:
-        out += ["    for (; k < bk; k++) {", f"        const {t} a0 = __riscv_vle32_v_{s}(a + k * mr, vl);"]
-        out += [f"        {x} = __riscv_vfmacc_vf_{s}({x}, b[k * {nr} + {j}], a0, vl);" for j, x in enumerate(acc)]
+    for p in range(nparts):
+        left = "(size_t)mr" if p == 0 else f"(size_t)(mr > {p * per} ? mr - {p * per} : 0)"
+        out.append(f"    const size_t vl{p} = __riscv_vsetvl_e32m{lmul}({left});")
+    for g0 in range(0, nr, cols):
+        group = range(g0, min(nr, g0 + cols))
+        acc = {(p, j): f"acc{p}_{j}" for j in group for p in range(nparts)}
+        out.append("    {")
+        out += [f"        {t} {x} = __riscv_vfmv_v_f_{s}(0.0f, vl{p});" for (p, _), x in acc.items()]
+        out += ["        int64_t k = 0;", f"        for (; k + {unroll} <= bk; k += {unroll}) {{"]
+        steps = [("k" if q == 0 else f"(k + {q})", q) for q in range(unroll)]
+        for kq, q in steps:
+            for p in range(nparts):
+                at = f"a + {kq} * mr" + (f" + {p * per}" if p else "")
+                out.append(f"            const {t} a{q}_{p} = __riscv_vle32_v_{s}({at}, vl{p});")
+        for kq, q in steps:
+            for (p, j), x in acc.items():
+                out.append(f"            {x} = __riscv_vfmacc_vf_{s}({x}, b[{kq} * {nr} + {j}], a{q}_{p}, vl{p});")
+        out.append("        }")
+        if unroll > 1:
+            out.append("        for (; k < bk; k++) {")
+            for p in range(nparts):
+                at = "a + k * mr" + (f" + {p * per}" if p else "")
+                out.append(f"            const {t} a0_{p} = __riscv_vle32_v_{s}({at}, vl{p});")
+            for (p, j), x in acc.items():
+                out.append(f"            {x} = __riscv_vfmacc_vf_{s}({x}, b[k * {nr} + {j}], a0_{p}, vl{p});")
+            out.append("        }")
+        for (p, j), x in acc.items():
+            at = "c" + (f" + {j} * ldc" if j else "") + (f" + {p * per}" if p else "")
+            old = f"__riscv_vle32_v_{s}({at}, vl{p})"
+            out.append(f"        __riscv_vse32_v_{s}({at}, __riscv_vfmacc_vf_{s}({old}, alpha, {x}, vl{p}), vl{p});")
         out.append("    }")
-    for j, x in enumerate(acc):
-        at = f"c + {j} * ldc" if j else "c"
-        out.append(
-            f"    __riscv_vse32_v_{s}({at}, __riscv_vfmacc_vf_{s}(__riscv_vle32_v_{s}({at}, vl), alpha, {x}, vl), vl);"
-        )
     out += ["}", ""]
     return out
 
 
 def _width(var: str, left: str, unroll: int) -> str:
     """C expression: the block width at `left` remaining (the unroll, else the largest power of two <= left)."""
-    parts = [f"{left} >= {w} ? {w} : " for w in widths(unroll)[:-1]]
-    return f"{var} = {''.join(parts)}1;"
+    arms = [f"{left} >= {w} ? {w} : " for w in widths(unroll)[:-1]]
+    return f"        {var} = {''.join(arms)}1;"
 
 
-def source(task: KernelTask, con: PackedContract, lmul: int, unroll: int, rows_outer: bool) -> str:
+def source(
+    task: KernelTask, target: TargetProfile, con: PackedContract, lmul: int, cols: int, unroll: int, rows_outer: bool
+) -> str:
     bm, bn, bk, alpha, ba, bb, c, ldc = con.names
-    blocks = [line for nr in widths(con.unroll_n) for line in _block(nr, lmul, unroll)]
+    nparts, per = parts(target, con.unroll_m, lmul), target.vlen // 32 * lmul
+    blocks = [line for nr in widths(con.unroll_n) for line in _block(nr, lmul, unroll, nparts, per, cols)]
     dispatch = ["            switch (nr) {"]
     for nr in widths(con.unroll_n):
         dispatch.append(f"            case {nr}: tile_{nr}(mr, K, {alpha}, a, b, cc, {ldc}); break;")
     dispatch.append("            }")
-    cols = ["    for (int64_t j0 = 0, nr = 0; j0 < N; j0 += nr) {", f"        {_width('nr', 'N - j0', con.unroll_n)}"]
-    rows = ["    for (int64_t i0 = 0, mr = 0; i0 < M; i0 += mr) {", f"        {_width('mr', 'M - i0', con.unroll_m)}"]
-    outer, inner = (rows, cols) if rows_outer else (cols, rows)
+    col_loop = ["    for (int64_t j0 = 0, nr = 0; j0 < N; j0 += nr) {", _width("nr", "N - j0", con.unroll_n)]
+    row_loop = ["    for (int64_t i0 = 0, mr = 0; i0 < M; i0 += mr) {", _width("mr", "M - i0", con.unroll_m)]
+    outer, inner = (row_loop, col_loop) if rows_outer else (col_loop, row_loop)
     body = [
         f"{task.signature.strip().rstrip(';')}",
         "{",
@@ -147,25 +175,35 @@ class PackedGemmFamily:
         return contract(task) is not None
 
     def knobs(self, task: KernelTask, target: TargetProfile) -> list[Knob]:
+        con = contract(task)
+        un = con.unroll_n if con else 8
+        lmul = (row_lmul(target, con.unroll_m) if con else None) or 1
         return [
-            Knob(name="unroll", values=[1, 2, 4], technique=Technique.UNROLL, default=1),
-            Knob(name="rows_outer", values=[0, 1], technique=Technique.MEMORY_ACCESS, default=0),
+            Knob(name="lmul", values=[1, 2, 4, 8], technique=Technique.VECTOR_LENGTH, default=lmul),
+            Knob(name="cols", values=sorted({max(1, un // 2), un}), technique=Technique.REGISTER_BLOCKING, default=un),
+            # defaults: the best of the knobs' extremes on the modeled X60 at the bench size (docs/TASKS.md)
+            Knob(name="unroll", values=[1, 2, 4], technique=Technique.UNROLL, default=4),
+            Knob(name="rows_outer", values=[0, 1], technique=Technique.MEMORY_ACCESS, default=1),
         ]
 
     def valid(self, task: KernelTask, target: TargetProfile, knobs: dict[str, KnobValue]) -> bool:
         con = contract(task)
-        lmul = row_lmul(target, con.unroll_m) if con else None
-        if con is None or lmul is None:
+        if con is None or target.vlen < 32:
             return False
-        return (con.unroll_n + int(knobs["unroll"])) * lmul <= VECTOR_REGISTERS
+        lmul, cols, unroll = int(knobs["lmul"]), int(knobs["cols"]), int(knobs["unroll"])
+        return registers(target, con, lmul, cols, unroll) <= VECTOR_REGISTERS
 
     def render(self, task: KernelTask, target: TargetProfile, knobs: dict[str, KnobValue]) -> Variant:
         kn = self.knobs(task, target)
         values = knob_values(kn, knobs)
         con = contract(task)
-        lmul = row_lmul(target, con.unroll_m) if con else None
-        if con is None or lmul is None:
-            raise ValueError(f"{task.name}: not a packed GEMM micro-kernel this family implements on {target.key}")
-        code = source(task, con, lmul, int(values["unroll"]), bool(values["rows_outer"]))
-        what = f"RVV packed GEMM micro-kernel {con.unroll_m}x{con.unroll_n} (rows in one m{lmul} vector)"
+        if con is None:
+            raise ValueError(f"{task.name}: not a packed GEMM micro-kernel this family implements")
+        lmul, cols = int(values["lmul"]), int(values["cols"])
+        code = source(task, target, con, lmul, cols, int(values["unroll"]), bool(values["rows_outer"]))
+        n = parts(target, con.unroll_m, lmul)
+        what = (
+            f"RVV packed GEMM micro-kernel {con.unroll_m}x{con.unroll_n} (a column's rows in {n} m{lmul} "
+            f"vector{'s' if n > 1 else ''}, {cols} columns a pass)"
+        )
         return variant(self.name, kn, values, code, what)
