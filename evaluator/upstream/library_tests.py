@@ -140,7 +140,7 @@ def _openblas_tests(built: BuiltLibrary, target: TargetProfile, asked: str, prog
     if level > 1:  # the tester's input with every routine but these switched off
         stdin = _only_routines((ctest / f"sin{level}").read_text(), names)
     argv = qemu_argv(target, ctest / tester, [])
-    progress(f"{built.label}: running ctest/{tester} for {routine} under qemu")
+    progress(f"{built.label}: running ctest/{tester} for {asked} under qemu")
     out, rc = _run(argv, ctest, stdin)
     cases = _blat1_cases(out) if level == 1 else _blat23_cases(out)
     mine = {name: ok for name, ok in cases.items() if name.split()[0].lower() in names}

@@ -43,6 +43,9 @@ def family_of(task: KernelTask) -> str | None:
 
 
 FAMILY_TASKS = [t for t in TASKS if family_of(t)]
+# Timed against the baselines: all but sgemm_kernel_blas, whose baselines (its reference at the 128 x 24 x 128
+# bench size, 506,596 modeled cycles) take ~10 s of CI to model; its speedups are in docs/TASKS.md.
+TIMED_TASKS = [t for t in FAMILY_TASKS if t.name != "sgemm_kernel_blas"]
 
 
 def _evaluator(tmp_path_factory: pytest.TempPathFactory) -> Evaluator:
@@ -191,13 +194,13 @@ def test_family_default_and_knob_extremes_are_correct(family_results: dict, task
 
 @pytest.fixture(scope="session")
 def family_default_timings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, EvalResult]:
-    jobs = [(t.name, t, OfflineGenerator(t, TARGET).default()) for t in FAMILY_TASKS]
+    jobs = [(t.name, t, OfflineGenerator(t, TARGET).default()) for t in TIMED_TASKS]
     jobs.append(("sdot:inloop", BY_NAME["sdot"], OfflineGenerator(BY_NAME["sdot"], TARGET).render(
         "rvv_reduction", {"reduce": "inloop"})))  # fmt: skip
     return _run_all(_evaluator(tmp_path_factory), jobs, timing=True)
 
 
-@pytest.mark.parametrize("task", FAMILY_TASKS, ids=[t.name for t in FAMILY_TASKS])
+@pytest.mark.parametrize("task", TIMED_TASKS, ids=[t.name for t in TIMED_TASKS])
 def test_family_default_beats_the_baseline_on_the_modeled_x60(family_default_timings: dict, task: KernelTask) -> None:
     r = family_default_timings[task.name]
     assert r.status == EvalStatus.OK and r.measurement == "modeled", r.feedback
