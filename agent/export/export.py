@@ -102,8 +102,11 @@ def export_run(
 
 
 def bench_size(task: KernelTask, routine: OpenBlasRoutine | GgmlRoutine) -> int:
-    """The library benchmark's size: the task's bench size (ggml's counts values, the task's blocks of 32)."""
+    """The library benchmark's size: the task's bench size (ggml's counts values, the task's blocks of 32; a
+    GEMM micro-kernel's: the order of the square sgemm whose driver calls it with that many rows, bm)."""
     size = task.bench_size
+    if isinstance(routine, OpenBlasRoutine) and routine.packed:
+        return size["bm"]
     return size["nb"] * 32 if "nb" in size else size["n"]
 
 
@@ -201,8 +204,8 @@ def commit_message(
         change = (
             f"{routine.entry} now names {name}. The calls inside the task's contract ({routine.contract}) run "
             f"the run's kernel; every other call runs the previous kernel, {original}, which {name} compiles "
-            "under another name (#include of the original file with CNAME redefined). Double, complex and "
-            "dsdot builds of the file compile the original unchanged."
+            "under another name (#include of the original file with CNAME redefined). Its builds for "
+            f"{', '.join(routine.not_this)} compile the original unchanged."
         )
     else:
         subject = f"ggml-cpu: RVV branch of {routine.routine} from EoK run {record.run}"

@@ -42,6 +42,8 @@ def plan(record: RunRecord, routine: OpenBlasRoutine, clone: Path) -> dict[Path,
         raise ExportRefused(f"{clone}: no {kernel_list}", "give an OpenBLAS clone with RISC-V kernels")
     listing = (clone / kernel_list).read_text()
     original = entry_value(listing, routine.entry)
+    if original is not None and routine.packed:
+        original = unrolled(original, routine, clone, target)
     if original is None:
         raise ExportRefused(
             f"{clone / kernel_list} sets no {routine.entry}: the library's default kernel for it is not a C file "
@@ -61,6 +63,41 @@ def plan(record: RunRecord, routine: OpenBlasRoutine, clone: Path) -> dict[Path,
         KERNEL_DIR / name: kernel_file(record, routine, original),
         kernel_list: switch_entry(listing, routine.entry, name),
     }
+
+
+_PARAM_UNROLL = r"^[ \t]*#[ \t]*define[ \t]+SGEMM_DEFAULT_UNROLL_{mn}[ \t]+(\d+)"
+
+
+def param_unrolls(param_h: str, target: str) -> tuple[int, int] | None:
+    """SGEMM_DEFAULT_UNROLL_M and _N of `target` in OpenBLAS's param.h: the first definitions after the line
+    that opens the target's block (`#ifdef RISCV64_ZVL256B`, `#if defined(RISCV64_ZVL256B)`)."""
+    start = re.search(rf"^[ \t]*#[ \t]*if(?:def[ \t]+|[ \t]+.*\bdefined\b.*?){re.escape(target)}\b.*$", param_h, re.M)
+    if start is None:
+        return None
+    rest = param_h[start.end() :]
+    found = [re.search(_PARAM_UNROLL.format(mn=mn), rest, re.M) for mn in "MN"]
+    return (int(found[0].group(1)), int(found[1].group(1))) if found[0] and found[1] else None
+
+
+def unrolled(value: str, routine: OpenBlasRoutine, clone: Path, target: str) -> str:
+    """The kernel file of an entry that names it by the unrolls (`sgemm_kernel_$(SGEMM_UNROLL_M)x$(SGEMM_UNROLL_N)
+    _zvl256b.c`): the make variables come from param.h's SGEMM_DEFAULT_UNROLL_M/N for the target (getarch
+    writes them into the build's configuration). ExportRefused when the library packs its panels by other
+    unrolls than the run's kernel reads."""
+    param = clone / "param.h"
+    unrolls = param_unrolls(param.read_text(errors="replace"), target) if param.is_file() else None
+    if unrolls is None:
+        raise ExportRefused(
+            f"{clone}: param.h sets no SGEMM_DEFAULT_UNROLL_M/N for {target}: the panels' packing is unknown",
+            "give an OpenBLAS clone whose param.h has the target's block",
+        )
+    if routine.packed and unrolls != routine.packed:
+        raise ExportRefused(
+            f"{routine.routine}: the run's kernel reads panels packed {routine.packed[0]} x {routine.packed[1]}, and "
+            f"OpenBLAS packs them {unrolls[0]} x {unrolls[1]} for {target} (param.h SGEMM_DEFAULT_UNROLL_M/N)",
+            "optimize a micro-kernel task whose reference defines the target's UNROLL_M and UNROLL_N",
+        )
+    return value.replace("$(SGEMM_UNROLL_M)", str(unrolls[0])).replace("$(SGEMM_UNROLL_N)", str(unrolls[1]))
 
 
 _ENTRY = r"^(?P<head>[ \t]*{name}[ \t]*=[ \t]*)(?P<value>[^\s#]+)(?P<tail>.*)$"
@@ -103,7 +140,7 @@ def kernel_file(record: RunRecord, routine: OpenBlasRoutine, original: str) -> s
         f"The run's kernel was measured as built by: clang-22 {' '.join(record.flags)}",
     )
     return f"""{about}
-#if defined(DOUBLE) || defined(COMPLEX) || defined(DSDOT)
+#if {" || ".join(f"defined({m})" for m in routine.not_this)}
 /* Not the single-precision real routine the run optimized: the library's kernel, unchanged. */
 #include "{original}"
 #else

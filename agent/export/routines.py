@@ -38,6 +38,10 @@ class OpenBlasRoutine:
 
     contract: str  # the task's contract in words, for the file, the commit and the docs
     full: bool = False  # the task has the library's whole interface (a library-grade `*_blas` variant)
+    # Builds of the kernel file that are not the routine the run optimized: they compile the original unchanged
+    # (Makefile.L3 compiles SGEMMKERNEL with -DTRMMKERNEL where a target names no STRMMKERNEL).
+    not_this: tuple[str, ...] = ("DOUBLE", "COMPLEX", "DSDOT")
+    packed: tuple[int, int] | None = None  # a GEMM micro-kernel: the (UNROLL_M, UNROLL_N) its panels are packed by
 
 
 @dataclass(frozen=True)
@@ -136,6 +140,23 @@ for _task, (_narrow, _covered, _call) in _FULL.items():
         contract=f"the library's whole interface (increments of either sign, n <= 0) within int{_zero}",
     )
 
+# The packed GEMM micro-kernel (sgemm_kernel_blas): the task is OpenBLAS's kernel contract itself (docs/TASKS.md),
+# so every call with sizes >= 0 runs the run's kernel; only what no caller passes (a negative size) is left to
+# the library's. Its panels are packed by the unrolls of the task's reference, which must be the target's.
+OPENBLAS["sgemm_kernel_blas"] = OpenBlasRoutine(
+    routine="sgemm_kernel",
+    entry="SGEMMKERNEL",
+    returns="int",
+    params="BLASLONG bm, BLASLONG bn, BLASLONG bk, FLOAT alpha, FLOAT *ba, FLOAT *bb, FLOAT *C, BLASLONG ldc",
+    args="bm, bn, bk, alpha, ba, bb, C, ldc",
+    covered="bm >= 0 && bn >= 0 && bk >= 0",
+    call="EOK(bm, bn, bk, alpha, ba, bb, C, ldc);\n        return 0;",
+    contract="OpenBLAS's SGEMMKERNEL contract: packed panels, C += alpha*A*B in ldc, sizes >= 0",
+    full=False,
+    not_this=("DOUBLE", "COMPLEX", "TRMMKERNEL"),
+    # packed: set from the task by openblas_routine (agent.offline.families.gemm_packed.contract)
+)
+
 GGML: dict[str, GgmlRoutine] = {
     "q8_0_q8_0_dot": GgmlRoutine(
         routine="ggml_vec_dot_q8_0_q8_0",
@@ -162,7 +183,7 @@ _NO_PLACE = {
     ("openblas", "gemm"): (
         "OpenBLAS's SGEMMKERNEL is a packed micro-kernel (it multiplies SGEMM_UNROLL_M x SGEMM_UNROLL_N register "
         "blocks of panels that its copy routines packed), not a whole sgemm; the run optimized a whole "
-        "row-major C = A*B, which has no place in it"
+        "C = A*B, which has no place in it"
     ),
 }
 
@@ -172,6 +193,10 @@ _FLT_SQRT_MAX, _FLT_SQRT_MIN = 1.8446742e19, 1.0842022e-19  # squares past float
 
 def openblas_routine(task: KernelTask) -> OpenBlasRoutine:
     """The OpenBLAS slot for `task`'s kernel, or ExportRefused naming why it has none."""
+    from agent.offline.families.gemm_packed import contract
+
+    if (packed := contract(task)) is not None:  # a micro-kernel on packed panels: SGEMMKERNEL's own contract
+        return replace(OPENBLAS["sgemm_kernel_blas"], packed=(packed.unroll_m, packed.unroll_n))
     if reason := _NO_PLACE.get(("openblas", task.operator)):
         raise ExportRefused(f"{task.name} cannot be exported to OpenBLAS: {reason}", _fix(task, "openblas"))
     routine = OPENBLAS.get(task.name) or OPENBLAS.get(_same_contract_as(task, OPENBLAS) or "")
@@ -223,5 +248,5 @@ def _checks_full_range(task: KernelTask) -> bool:
 
 def _fix(task: KernelTask, library: str) -> str:
     if library == "openblas" and task.operator == "gemm":
-        return "export a BLAS level-1/2 run (sdot, saxpy, sgemv_t, snrm2) or optimize a GEMM micro-kernel task"
+        return "optimize the micro-kernel task sgemm_kernel_blas (OpenBLAS's SGEMMKERNEL contract) and export that run"
     return "see docs/UPSTREAM.md, Export"

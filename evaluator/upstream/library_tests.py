@@ -34,7 +34,14 @@ OPENBLAS_BENCH = {
     "sgemv_n": ("sgemv", "EOK_SGEMV_N"),
     "sgemv": ("sgemv", "EOK_SGEMV_T"),
     "sgemm": ("sgemm", "EOK_SGEMM"),
+    # SGEMMKERNEL, the packed micro-kernel: benchmarked inside cblas_sgemm, tested through every routine
+    # whose driver calls it (OPENBLAS_CALLERS)
+    "sgemm_kernel": ("sgemm", "EOK_SGEMM"),
 }
+# A kernel the library's interface reaches through several routines -> the routines whose tests cover it:
+# the level-3 drivers of all six call GEMM_KERNEL (strmm for its rectangular parts, strsm through the generic
+# trsm kernels, ssyrk/ssyr2k through syrk_kernel.c/syr2k_kernel.c).
+OPENBLAS_CALLERS = {"sgemm_kernel": ("sgemm", "ssymm", "strmm", "strsm", "ssyrk", "ssyr2k")}
 GGML_BENCH = {"ggml_vec_dot_q8_0_q8_0": "EOK_Q8_0", "ggml_vec_dot_q4_0_q8_0": "EOK_Q4_0"}
 
 
@@ -61,7 +68,8 @@ class LibraryTestResult(BaseModel):
 
 def library_routines(library: str) -> tuple[str, ...]:
     """The routines of `library` whose own tests and benchmark EoK knows how to run."""
-    return {"openblas": (*openblas.ROUTINES, "sgemv_t", "sgemv_n"), "ggml": ggml.ROUTINES}.get(library, ())
+    routines = {"openblas": (*openblas.ROUTINES, "sgemv_t", "sgemv_n", "sgemm_kernel"), "ggml": ggml.ROUTINES}
+    return routines.get(library, ())
 
 
 def run_library_tests(built: BuiltLibrary, routine: str, *, progress: Progress = _silent) -> LibraryTestResult:
@@ -120,6 +128,7 @@ def _openblas_routine(routine: str) -> str:
 def _openblas_tests(built: BuiltLibrary, target: TargetProfile, asked: str, progress: Progress) -> LibraryTestResult:
     """ctest's tester of the routine's level; `asked` may be a variant (sgemv_t) of the routine tested."""
     routine = _openblas_routine(asked)
+    names = {f"cblas_{r}" for r in OPENBLAS_CALLERS.get(asked, (routine,))}
     src = Path(built.archives[0]).parent
     level = openblas.LEVEL[routine]
     tester = f"xscblat{level}"
@@ -128,24 +137,24 @@ def _openblas_tests(built: BuiltLibrary, target: TargetProfile, asked: str, prog
     run_step(BuildStep(argv, src, "compiling tests", lambda _: None), built.clone, progress)
     ctest = src / "ctest"
     stdin = None
-    if level > 1:  # the tester's input with every routine but this one switched off
-        stdin = _only_routine((ctest / f"sin{level}").read_text(), f"cblas_{routine}")
+    if level > 1:  # the tester's input with every routine but these switched off
+        stdin = _only_routines((ctest / f"sin{level}").read_text(), names)
     argv = qemu_argv(target, ctest / tester, [])
-    progress(f"{built.label}: running ctest/{tester} for {routine} under qemu")
+    progress(f"{built.label}: running ctest/{tester} for {asked} under qemu")
     out, rc = _run(argv, ctest, stdin)
     cases = _blat1_cases(out) if level == 1 else _blat23_cases(out)
-    mine = {name: ok for name, ok in cases.items() if name.split()[0].lower() == f"cblas_{routine}"}
-    only = f"sin{level} with only cblas_{routine}" if stdin else ""
+    mine = {name: ok for name, ok in cases.items() if name.split()[0].lower() in names}
+    only = f"sin{level} with only {', '.join(sorted(names))}" if stdin else ""
     return _result(built, asked, mine, argv, out, rc, stdin_name=only)
 
 
-def _only_routine(spec: str, name: str) -> str:
-    """A ctest input that tests only `name`: the flag after each other routine's name becomes F."""
+def _only_routines(spec: str, names: set[str]) -> str:
+    """A ctest input that tests only `names`: the flag after each other routine's name becomes F."""
     lines = []
     for line in spec.splitlines():
         words = line.split()
         if words and words[0].startswith("cblas_") and len(words) > 1 and words[1] in ("T", "F"):
-            flag = "T" if words[0] == name else "F"
+            flag = "T" if words[0] in names else "F"
             line = f"{words[0]:<12} {flag} {' '.join(words[2:])}"
         lines.append(line)
     return "\n".join(lines) + "\n"

@@ -30,7 +30,7 @@ LINK = "-fuse-ld=lld -static"  # the testers are linked static, like every binar
 LEVEL = {
     **dict.fromkeys(("sdot", "saxpy", "sscal", "scopy", "sswap", "snrm2", "sasum", "isamax", "srot", "srotg"), 1),
     **dict.fromkeys(("sgemv", "sger", "ssymv", "strmv", "strsv"), 2),
-    **dict.fromkeys(("sgemm", "ssymm", "ssyrk", "strmm", "strsm"), 3),
+    **dict.fromkeys(("sgemm", "ssymm", "ssyrk", "ssyr2k", "strmm", "strsm"), 3),
 }
 ROUTINES = tuple(LEVEL)
 

@@ -8,7 +8,9 @@ them as on a real clone (no "if miniature" anywhere):
 OpenBLAS  Makefile with `libs`, Makefile.system (TARGET -> CORE, LIBNAME, a config.h made by a HOSTCC
           program), Makefile.riscv64 (the -march per CORE), kernel/riscv64/KERNEL.<CORE> naming SDOTKERNEL
           and friends, interface/ with the cblas_ entry points, cblas.h, and ctest/ testers xscblat1 and
-          xscblat2 that print what OpenBLAS's ctest testers print and read sin2 the way they do.
+          xscblat2 that print what OpenBLAS's ctest testers print and read sin2 the way they do. The GEMM
+          micro-kernel's slot is laid out (param.h's unrolls per target, SGEMMKERNEL named by them, a
+          kernel file in OpenBLAS's conventions) but not built: the miniature has no level-3 driver.
 ggml      CMake with GGML_RVV, targets ggml-base, ggml-cpu (an RVV q8_0 dot) and ggml, include/ggml.h, and
           tests/test-quantize-fns printing per-type lines as ggml's does.
 
@@ -71,6 +73,8 @@ int main(int argc, char **argv) {
 #ifndef COMMON_H
 #define COMMON_H
 #include "config.h"
+#define FLOAT float
+#define BLASLONG long
 float sdot_k(long n, const float *x, long incx, const float *y, long incy);
 void saxpy_k(long n, float alpha, const float *x, long incx, float *y, long incy);
 void sgemv_t(long m, long n, float alpha, const float *a, long lda, const float *x, float *y);
@@ -111,6 +115,47 @@ SDOTKERNEL   = dot_rvv.c
 SAXPYKERNEL  = axpy.c
 SGEMVTKERNEL = gemv_t.c
 SGEMVNKERNEL = gemv_n.c
+SGEMMKERNEL  = sgemm_kernel_$(SGEMM_UNROLL_M)x$(SGEMM_UNROLL_N)_zvl256b.c
+""",
+    "param.h": """\
+#ifndef PARAM_H
+#define PARAM_H
+#ifdef RISCV64_ZVL128B
+#define SGEMM_DEFAULT_UNROLL_M 8
+#define SGEMM_DEFAULT_UNROLL_N 8
+#endif
+#ifdef RISCV64_ZVL256B
+#define GEMM_DEFAULT_ALIGN 0x03fffUL
+#define SGEMM_DEFAULT_UNROLL_M 16
+#define SGEMM_DEFAULT_UNROLL_N 8
+#define SGEMM_DEFAULT_P 128
+#define SGEMM_DEFAULT_Q 128
+#endif
+#endif
+""",
+    "kernel/riscv64/sgemm_kernel_16x8_zvl256b.c": """\
+#include "common.h"
+/* C += alpha * A*B on panels packed in blocks of 16 rows (A) and 8 columns (B), tails by powers of two. */
+static BLASLONG width(BLASLONG left, BLASLONG unroll) {
+    while (unroll > left) unroll /= 2;
+    return unroll;
+}
+int CNAME(BLASLONG bm, BLASLONG bn, BLASLONG bk, FLOAT alpha, FLOAT *ba, FLOAT *bb, FLOAT *C, BLASLONG ldc)
+{
+    for (BLASLONG j0 = 0, nr = 0; j0 < bn; j0 += nr) {
+        nr = width(bn - j0, 8);
+        for (BLASLONG i0 = 0, mr = 0; i0 < bm; i0 += mr) {
+            mr = width(bm - i0, 16);
+            for (BLASLONG j = 0; j < nr; j++)
+                for (BLASLONG i = 0; i < mr; i++) {
+                    FLOAT s = 0;
+                    for (BLASLONG k = 0; k < bk; k++) s += ba[i0 * bk + k * mr + i] * bb[j0 * bk + k * nr + j];
+                    C[i0 + i + (j0 + j) * ldc] += alpha * s;
+                }
+        }
+    }
+    return 0;
+}
 """,
     "kernel/riscv64/dot_rvv.c": """\
 #include <riscv_vector.h>

@@ -22,6 +22,7 @@ VARIANTS = {
     "snrm2_blas": "cblas_snrm2",
     "sgemv_t_blas": "cblas_sgemv",
     "sgemm_blas": "cblas_sgemm",
+    "sgemm_kernel_blas": "sgemm_kernel",
     "q8_0_q8_0_dot_ggml": "ggml_vec_dot_q8_0_q8_0",
 }
 
