@@ -319,7 +319,9 @@ def limit_skip_expressions(query: str) -> bool:
     return False
 
 
-_SLOT_WAIT_S = 0.5  # how long a request waits for one of the analysts' slots before "busy"
+# How long a request waits for one of the analysts' slots before "busy": long enough for the slot of a cut
+# answer (its connection dropped, Neo4j ends the transaction within a moment) to come back.
+_SLOT_WAIT_S = 2.0
 _EXPLAIN_PREFIX = "EXPLAIN "
 _MODE_PREFIX = re.compile(r"^\s*(?:EXPLAIN|PROFILE)\b\s*", re.I)
 # Values nested deeper than this are refused: to_json and json.dumps recurse once per level.
@@ -408,7 +410,7 @@ class ReadOnlyCypher:
         terminated; until it is gone it keeps its slot, so no more than `parallel` analyst queries ever
         run in Neo4j at once (later ones get "busy"). Neo4j going away (a restart) ends them all.
         """
-        failures = 0
+        failures, pause = 0, 0.05  # a cut answer's transaction ends within a moment: look again soon, then less often
         try:
             while True:
                 try:
@@ -428,7 +430,8 @@ class ReadOnlyCypher:
                 failures = 0
                 with suppress(Neo4jError, DriverError, OSError):  # ask it to stop at its next check
                     self.store.read("TERMINATE TRANSACTIONS $ids", ids=[r["id"] for r in rows])
-                time.sleep(1.0)
+                time.sleep(pause)
+                pause = min(1.0, 2 * pause)
         finally:
             self._slots.release()
 
