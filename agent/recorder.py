@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+import numpy as np
 
 from agent.transfer import Transfer, target_weight, task_weight
 from core.errors import Unavailable
@@ -32,8 +35,15 @@ from knowledge.models import Experience, Run
 from knowledge.store import GraphStore, embedding_properties
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")
 BATCH_RECORDS = 500  # records per transaction at most (a farm's burst; ~1 MB of parameters with the code)
 BATCH_WAIT_S = 0.2  # a record waits at most this long for others to share its transaction
+# The summaries' embeddings are computed by a few embedding threads in front of the writer, not by the writer:
+# a model call per text costs ~5 ms of one core, 30x the write path's ~0.15 ms (docs/SCALE.md). Each call
+# takes up to EMBED_TEXTS queued summaries: below knowledge.embeddings.BULK_TEXTS, so every thread stays on the
+# model's one-core session (16 texts cost the same per text as 500, a text alone ~1.5x that).
+EMBED_TEXTS = 16
+EMBEDDERS = max(1, min(4, os.cpu_count() or 1))  # embedding threads at most (they release the GIL in the model)
 
 # Only the experiences this transaction creates come back: the rest were recorded before.
 _CREATE = """
@@ -149,18 +159,16 @@ class Recorder:
         records = _first_of_each(records)
         if not records:
             return set()
-        texts = [r.experience.embedding_text() or r.experience.id for r in records]
-        vectors = self.embedder.embed(texts)  # one batched encode (cached by text hash)
-        hashes = self.embedder.hashes(texts)
-        model = self.embedder.model_name
+        return self._write(_embedded(self.embedder, records))
+
+    def _write(self, rows: Sequence[tuple[Record, dict[str, Any]]]) -> set[str]:
+        """One transaction for records whose properties already carry their embedding (`_embedded`): the
+        write path does no model work. Only the generation is stamped here, taken in the same transaction."""
+        records = [r for r, _ in rows]
 
         def write(q: Callable[..., list[dict]]) -> set[str]:
             gen = self.store.take_embedding_generation(q)  # commits with the vectors stamped with it
-            rows = [
-                {**r.experience.properties(), **embedding_properties(v, h, model, gen)}
-                for r, v, h in zip(records, vectors, hashes, strict=True)
-            ]
-            created = {row["id"] for row in q(_CREATE, rows=rows)}
+            created = {row["id"] for row in q(_CREATE, rows=[{**props, "embedding_gen": gen} for _, props in rows])}
             fresh = [r for r in records if r.experience.id in created]
             if fresh:
                 q(_LINK, rows=[_links(r.experience) for r in fresh])
@@ -216,25 +224,46 @@ class Recorder:
         self.store.write("MATCH (r:Run {id: $id}) SET r += $changes", id=run_id, changes=changes)
 
 
+@dataclass
+class _Queued:
+    """A queued record and, once an embedding thread has been through it, its properties with the vector."""
+
+    record: Record
+    props: dict[str, Any] | None = None
+    error: Exception | None = None  # the embedding failed: the record is lost with the others of its call
+    ready: bool = False
+
+
 class BatchRecorder(Recorder):
-    """Records queued by any thread (the directions of every run of this process), written by one writer
-    thread in one transaction per batch: when BATCH_RECORDS are waiting, when the oldest has waited
-    BATCH_WAIT_S, or when someone flushes.
+    """Records queued by any thread (the directions of every run of this process), embedded by up to
+    `embedders` embedding threads (one model call per EMBED_TEXTS) and written by one writer thread in one
+    transaction per batch of embedded records: when BATCH_RECORDS are ready, when the oldest has waited
+    BATCH_WAIT_S, or when someone flushes. The writer takes records in the order they were queued (a run's
+    best is its batch's last improvement), and never calls the model.
 
     A record still queued when the process dies is lost like an evaluation not yet judged: its run resumes
-    from what the graph holds and evaluates again. A batch that fails (Neo4j gone past the driver's retries)
-    is lost the same way, and its runs learn it: their next `record` or `flush(run_id)` raises, so the run
-    fails (resumable) instead of finishing with evaluations missing.
+    from what the graph holds and evaluates again. A batch that fails (Neo4j gone past the driver's retries,
+    or its embedding failed) is lost the same way, and its runs learn it: their next `record` or
+    `flush(run_id)` raises, so the run fails (resumable) instead of finishing with evaluations missing.
     """
 
     def __init__(
-        self, store: GraphStore, embedder: Embedder, batch: int = BATCH_RECORDS, wait_s: float = BATCH_WAIT_S
+        self,
+        store: GraphStore,
+        embedder: Embedder,
+        batch: int = BATCH_RECORDS,
+        wait_s: float = BATCH_WAIT_S,
+        embedders: int = EMBEDDERS,
     ) -> None:
         super().__init__(store, embedder)
         self.batch = batch
         self.wait_s = wait_s
+        self.embedders = max(1, embedders)
         self._cond = threading.Condition()
-        self._queue: list[Record] = []
+        self._queue: list[_Queued] = []  # in the order queued; the writer takes a ready prefix
+        self._claimed = 0  # the first this many of the queue are embedded or being embedded
+        self._ready = 0  # the first this many of the queue are embedded (or failed): the writer may take them
+        self._embedding = 0  # embedding threads running
         self._queued = 0  # records ever queued
         self._settled = 0  # of those, written or lost with their batch (FIFO: always the oldest)
         self._wanted = 0  # a flush waits for the first this many: write without waiting out the interval
@@ -250,17 +279,19 @@ class BatchRecorder(Recorder):
         llm_calls: int = 0,
         llm_tokens: int = 0,
     ) -> None:
-        """Queue the experience and return: the writer thread stores it with the others of its batch."""
+        """Queue the experience and return: an embedding thread embeds it, the writer stores it with the
+        others of its batch."""
         rec = Record(exp, success, parent_speedup, improves_run, llm_calls, llm_tokens)
         with self._cond:
             self._raise_lost(exp.run_id)
-            self._queue.append(rec)
+            self._queue.append(_Queued(rec))
             self._queued += 1
+            if self._embedding < self.embedders:
+                self._embedding += 1
+                threading.Thread(target=self._embed_loop, name="eok-recorder-embed", daemon=True).start()
             if self._writer is None:
                 self._writer = threading.Thread(target=self._write_loop, name="eok-recorder", daemon=True)
                 self._writer.start()
-            elif len(self._queue) >= self.batch:
-                self._cond.notify_all()
 
     def flush(self, run_id: str | None = None, timeout: float | None = None) -> bool:
         """Wait until every record queued so far is written; False if `timeout` ran out first. With a run
@@ -282,6 +313,29 @@ class BatchRecorder(Recorder):
                 f"resume the run once the graph is reachable: `eok optimize --resume {run_id}`",
             ) from err
 
+    def _embed_loop(self) -> None:
+        """Claim the oldest records nobody embeds yet, embed them in one call, hand them to the writer."""
+        while True:
+            with self._cond:
+                if self._claimed >= len(self._queue):
+                    self._embedding -= 1
+                    return
+                claim = self._queue[self._claimed : self._claimed + EMBED_TEXTS]
+                self._claimed += len(claim)
+            try:
+                props = [p for _, p in _embedded(self.embedder, [q.record for q in claim])]
+            except Exception as e:  # the model failed: these records are lost, their runs hear of it
+                log.error("embedding %d experiences failed: %s", len(claim), e)
+                props, error = [None] * len(claim), e
+            else:
+                error = None
+            with self._cond:
+                for q, p in zip(claim, props, strict=True):
+                    q.props, q.error, q.ready = p, error, True
+                while self._ready < len(self._queue) and self._queue[self._ready].ready:
+                    self._ready += 1
+                self._cond.notify_all()
+
     def _write_loop(self) -> None:
         while True:
             with self._cond:
@@ -289,37 +343,70 @@ class BatchRecorder(Recorder):
                     self._writer = None  # the next record starts a new writer
                     return
                 batch = self._next_batch()
+            lost: dict[str, Exception] = {q.record.experience.run_id: q.error for q in batch if q.error}
+            rows = _first_of_each([(q.record, q.props) for q in batch if q.error is None])
             try:
-                self.record_batch(batch)
+                if rows:
+                    self._write(rows)
             except Exception as e:  # anything: the runs must hear of it rather than the thread dying silently
                 log.error("recording %d experiences failed: %s", len(batch), e)
-                with self._cond:
-                    for r in batch:
-                        self._lost.setdefault(r.experience.run_id, e)
+                lost.update((q.record.experience.run_id, e) for q in batch)
             with self._cond:
+                for run_id, err in lost.items():
+                    self._lost.setdefault(run_id, err)
                 self._settled += len(batch)
                 self._cond.notify_all()
 
-    def _next_batch(self) -> list[Record]:
-        """Wait (holding the condition) until a batch is due, then take it off the queue."""
-        due = self._queue[0].queued_at + self.wait_s
-        while len(self._queue) < self.batch and self._wanted <= self._settled:
-            left = due - time.monotonic()
-            if left <= 0:
-                break
-            self._cond.wait(left)
-        batch, self._queue = self._queue[: self.batch], self._queue[self.batch :]
+    def _next_batch(self) -> list[_Queued]:
+        """Wait (holding the condition) until a batch is due, then take it off the queue: up to `batch` of
+        the embedded records at the queue's head."""
+        while not self._due():
+            # Nothing embedded yet: an embedding thread notifies. Else the oldest's interval runs out first.
+            left = self._queue[0].record.queued_at + self.wait_s - time.monotonic()
+            self._cond.wait(left if self._ready else None)
+        n = min(self._ready, self.batch)
+        batch, self._queue = self._queue[:n], self._queue[n:]
+        self._ready -= n
+        self._claimed -= n
         return batch
 
+    def _due(self) -> bool:
+        if self._ready == 0:
+            return False
+        # A full batch, or everything a flush waits for (the queue's head is always the first not settled).
+        if self._ready >= self.batch or self._ready >= self._wanted - self._settled > 0:
+            return True
+        return time.monotonic() >= self._queue[0].record.queued_at + self.wait_s
 
-def _first_of_each(records: Sequence[Record]) -> list[Record]:
-    """One record per experience id, the first queued: a second is a replay and would change nothing."""
+
+def _embedded(embedder: Embedder, records: Sequence[Record]) -> list[tuple[Record, dict[str, Any]]]:
+    """Each record with its experience's properties and its summary's embedding: one model call for all."""
+    texts = [r.experience.embedding_text() or r.experience.id for r in records]
+    vectors = embedder.embed(texts)  # one batched encode (cached by text hash)
+    hashes = embedder.hashes(texts)
+    return [
+        (r, {**r.experience.properties(), **_embedding(v, h, embedder.model_name)})
+        for r, v, h in zip(records, vectors, hashes, strict=True)
+    ]
+
+
+def _embedding(vector: np.ndarray, text_hash: str, model: str) -> dict[str, Any]:
+    """The embedding's properties but its generation, which the writing transaction stamps."""
+    props = embedding_properties(vector, text_hash, model, generation=-1)
+    del props["embedding_gen"]
+    return props
+
+
+def _first_of_each(items: Sequence[R]) -> list[R]:
+    """One record (or (record, properties) pair) per experience id, the first queued: a second is a replay
+    and would change nothing."""
     seen: set[str] = set()
     out = []
-    for r in records:
-        if r.experience.id not in seen:
-            seen.add(r.experience.id)
-            out.append(r)
+    for item in items:
+        exp_id = (item if isinstance(item, Record) else item[0]).experience.id
+        if exp_id not in seen:
+            seen.add(exp_id)
+            out.append(item)
     return out
 
 

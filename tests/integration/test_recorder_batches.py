@@ -13,9 +13,11 @@ import threading
 import time
 from pathlib import Path
 
-from agent.recorder import BatchRecorder, Record, Recorder
+import numpy as np
+
+from agent.recorder import EMBED_TEXTS, BatchRecorder, Record, Recorder
 from knowledge.models import Experience, Run, Target, Task, Thought
-from knowledge.store import GraphStore
+from knowledge.store import GraphStore, as_vector
 
 ROOT = Path(__file__).resolve().parents[2]
 THOUGHTS = ("rb-t0", "rb-t1")
@@ -105,6 +107,38 @@ def test_records_from_many_threads_are_written_in_batches_and_flushed(store, emb
     assert snap["counts"]["xs"] == 120 and snap["effects"][0]["e"]["trials"] == 120
     assert [(r["n"], r["best"]) for r in snap["runs"]] == [(30, f"{r}-0029") for r in runs]
     assert store.local_writes - transactions == 5  # 4 full batches and the flushed rest, not 120 transactions
+
+
+def test_the_writer_thread_never_embeds_and_each_record_keeps_its_own_vector(store, embedder, monkeypatch) -> None:
+    _graph(store)
+    n, calls, all_queued = 40, [], threading.Event()
+    embed = embedder.embed
+
+    def spy(texts: list[str]) -> np.ndarray:  # which thread calls the model, with how many texts
+        calls.append((threading.current_thread().name, len(texts)))
+        all_queued.wait(60)  # the embedding threads hold their first claims until every record is queued
+        return embed(texts)
+
+    monkeypatch.setattr(embedder, "embed", spy)
+    recorder = BatchRecorder(store, embedder, batch=500, wait_s=30, embedders=2)
+    for i in range(n):
+        recorder.record(_exp(i, 1.0 + i / 100), success=True, parent_speedup=1.0, improves_run=True)
+    all_queued.set()
+    assert recorder.flush("rb-run", timeout=120)
+
+    # Off the writer ("eok-recorder"), in calls of several texts: two first claims, then EMBED_TEXTS a call.
+    assert {name for name, _ in calls} <= {"eok-recorder-embed"}, calls
+    assert sum(k for _, k in calls) == n and max(k for _, k in calls) <= EMBED_TEXTS
+    assert len(calls) <= 2 + -(-(n - 2) // EMBED_TEXTS), calls
+    rows = store.read_values(
+        "MATCH (x:Experience) RETURN x.id AS id, x.summary AS s, x.embedding AS v, x.embedding_gen AS g ORDER BY id"
+    )
+    assert [r["id"] for r in rows] == [f"rb-run-{i:04d}" for i in range(n)]
+    expected = embed([r["s"] for r in rows])  # each record's own summary, not a neighbour's
+    assert np.allclose(np.stack([as_vector(r["v"]) for r in rows]), expected, atol=1e-6)
+    # Stamped by the transaction that wrote them: the index bookkeeping's generation is the newest one.
+    assert max(r["g"] for r in rows) == store.embedding_state()[1] and min(r["g"] for r in rows) >= 1
+    assert store.get_node(Run, "rb-run").best_experience_id == f"rb-run-{n - 1:04d}"  # written in queue order
 
 
 WRITER = textwrap.dedent(
