@@ -403,12 +403,14 @@ function openRun(id) {
 
 function route() {
   if (!sessionStorage.getItem(KEY_STORE) || !state.role) return;
-  const m = /^#\/(runs|compare)\/(.+)$/.exec(location.hash);
+  const m = /^#\/(runs|compare|bootstraps)\/(.+)$/.exec(location.hash);
   if (!m) return;
   switchTab($("tab-runs"));
   if (m[1] === "runs") {
     const id = decodeURIComponent(m[2]);
-    if (!state.run || state.run.id !== id) watchRun(id);
+    if (!state.run || state.run.id !== id || $("run-view").classList.contains("hidden")) watchRun(id);
+  } else if (m[1] === "bootstraps") {
+    openBootstrap(decodeURIComponent(m[2]));
   } else {
     compareRuns(m[2].split(",").map(decodeURIComponent).filter(Boolean).slice(0, 6));
   }
@@ -426,8 +428,7 @@ async function startRun(event) {
 
 function resetRunView(id) {
   state.run = { id, points: [], best: [], dirs: new Map(), budget: 0, done: false };
-  $("compare-view").classList.add("hidden");
-  $("run-view").classList.remove("hidden");
+  showOnly("run-view");
   $("run-params").replaceChildren();
   $("run-artefacts").replaceChildren(el("li", { class: "muted" }, "none yet"));
   $("run-link").href = `#/runs/${encodeURIComponent(id)}`;
@@ -553,7 +554,8 @@ async function loadRunDetail(id) {
     api(`/runs/${encodeURIComponent(id)}/artefacts`).catch(() => null)]);
   if (!state.run || state.run.id !== id) return;
   if (r instanceof Error) { showError(r); return; }
-  $("run-params").replaceChildren(...runParams(r).map(([k, v]) => el("tr", {}, el("th", {}, k), el("td", {}, v))));
+  $("run-params").replaceChildren(...runParams(r).map(([k, v]) => el("tr", {}, el("th", {}, k), el("td", {},
+    k === "bootstrap" && r.bootstrap_id ? el("a", { href: `#/bootstraps/${encodeURIComponent(r.bootstrap_id)}` }, v) : v))));
   const items = files ? files.items : [];
   $("run-artefacts").replaceChildren(...(items.length ? items.map((a) => el("li", {},
     el("a", { href: "#", class: "artefact", "data-name": a.name, onclick: (ev) => { ev.preventDefault(); openArtefact(id, a); } }, a.name),
@@ -618,6 +620,35 @@ function diffLines(a, b) {
   return out;
 }
 
+// -- a bootstrap (one run per task and target): its own address, its pairs, their runs compared -------------
+
+function showOnly(view) {
+  for (const id of ["run-view", "compare-view", "bootstrap-view"]) $(id).classList.toggle("hidden", id !== view);
+}
+
+async function openBootstrap(id) {
+  if (state.stream) state.stream.abort();
+  state.run = null;
+  showOnly(null);
+  const b = await guarded(() => api(`/bootstraps/${encodeURIComponent(id)}`));
+  if (!b) return;
+  showOnly("bootstrap-view");
+  $("bootstrap-id").textContent = b.id;
+  $("bootstrap-status").textContent = b.status;
+  const y = b.yardsticks;
+  $("bootstrap-summary").textContent = `${b.tasks.length} tasks × ${b.targets.length} targets, budget ${b.budget} each`
+    + ` · median ${speed(y.median_over_competent)} over competent (${y.competent_pairs} pairs)`
+    + (y.median_over_library ? ` · ${speed(y.median_over_library)} over the library (${y.library_pairs})` : "")
+    + (b.executor ? ` · on ${b.executor}` : "");
+  $("bootstrap-rows").replaceChildren(...b.rows.map((r) => el("tr", {},
+    el("td", {}, r.task), el("td", {}, r.target),
+    el("td", {}, el("a", { href: `#/runs/${encodeURIComponent(r.run_id)}` }, r.run_id)),
+    el("td", { class: statusClass(r.status) }, r.status), el("td", { class: "num" }, `${r.evaluations}/${r.budget}`),
+    el("td", { class: "num" }, speeds(r.best_competent_speedup, r.best_speedup)))));
+  $("bootstrap-compare").href = `#/compare/${b.rows.slice(0, 6).map((r) => encodeURIComponent(r.run_id)).join(",")}`;
+  $("bootstrap-compare").classList.toggle("hidden", b.rows.length < 2);
+}
+
 // -- comparing runs side by side ---------------------------------------------------------------------------
 
 const SERIES_COLOURS = ["#1f6feb", "#cf222e", "#2da44e", "#8250df", "#bf8700", "#0a7ea4"];
@@ -625,10 +656,10 @@ const SERIES_COLOURS = ["#1f6feb", "#cf222e", "#2da44e", "#8250df", "#bf8700", "
 async function compareRuns(ids) {
   if (state.stream) state.stream.abort();
   state.run = null;
-  $("run-view").classList.add("hidden");
+  showOnly(null);
   const runs = await guarded(() => Promise.all(ids.map((id) => api(`/runs/${encodeURIComponent(id)}`))));
   if (!runs) return;
-  $("compare-view").classList.remove("hidden");
+  showOnly("compare-view");
   const rows = [["run", (r) => el("a", { href: `#/runs/${encodeURIComponent(r.id)}` }, r.id)], ["status", (r) => r.status],
     ["best: competent / -O3", (r) => speeds(r.best_competent_speedup, r.best_speedup)],
     ["evaluations", (r) => `${r.evaluations}/${r.budget}`],
@@ -758,7 +789,7 @@ function showHistory() {
 
 function csvField(v) {
   let s = v === null || v === undefined ? "" : typeof v === "object" ? JSON.stringify(v) : String(v);
-  if (/^[=+\-@\t\r]/.test(s)) s = `'${s}`;  // a spreadsheet would run it as a formula
+  if (typeof v === "string" && /^[=+\-@\t\r]/.test(s)) s = `'${s}`;  // a spreadsheet would run it as a formula
   return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 

@@ -24,7 +24,7 @@ from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from core.settings import Settings
-from knowledge.models import Run, RunStatus
+from knowledge.models import Bootstrap, Run, RunStatus
 from knowledge.starter import starter_knowledge
 from knowledge.store import GraphStore
 from service.api.app import create_app
@@ -44,6 +44,7 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 RUN_TIMEOUT_S = 300  # a handful of compile + qemu evaluations
 OTHER_RUN = "run-seed-2"
+BOOTSTRAP = "boot-seed"
 
 
 @pytest.fixture(scope="module")
@@ -54,11 +55,13 @@ def page_server(
     container = build_container(settings, _session_store, embedder)
     seed_api_graph(container)
     container.ingestor.ingest(*starter_knowledge())  # the ideas a fresh install ships, for the agent's directions
-    # A second finished run to compare with, and the seeded run's folder as agent/report.py writes one.
+    # A second finished run (of a bootstrap) to compare with, and the seeded run's folder as agent/report.py writes it.
     container.store.upsert_nodes(
         [
+            Bootstrap(id=BOOTSTRAP, tasks='["sgemv_n"]', targets='["k1-x60"]', budget=2, status=RunStatus.DONE),
             Run(
                 id=OTHER_RUN,
+                bootstrap_id=BOOTSTRAP,
                 task_id="sgemv_n",
                 target_key="k1-x60",
                 budget=2,
@@ -66,7 +69,7 @@ def page_server(
                 status=RunStatus.DONE,
                 best_speedup=1.1,
                 evaluations=2,
-            )
+            ),
         ]
     )
     folder = settings.home / "runs" / SEED_RUN
@@ -421,4 +424,10 @@ def test_a_run_has_a_url_parameters_artefacts_diff_and_comparison(
     assert rows["run"] == [SEED_RUN, OTHER_RUN] and rows["seed"] == ["0", "7"]
     assert rows["best: competent / -O3"][0] == "1.20× / 1.80×"
     browser.save_screenshot(str(tmp_path / "compare.png"))
+    # A bootstrap has its address too, reached from its run's parameters.
+    browser.find_element(By.LINK_TEXT, OTHER_RUN).click()
+    wait.until(lambda d: d.find_elements(By.LINK_TEXT, BOOTSTRAP))
+    browser.find_element(By.LINK_TEXT, BOOTSTRAP).click()
+    wait.until(lambda d: OTHER_RUN in d.find_element(By.ID, "bootstrap-rows").text)
+    assert browser.current_url.endswith(f"#/bootstraps/{BOOTSTRAP}")
     assert page_errors(browser) == []
