@@ -664,7 +664,9 @@ async function compareRuns(ids) {
     ["best: competent / -O3", (r) => speeds(r.best_competent_speedup, r.best_speedup)],
     ["evaluations", (r) => `${r.evaluations}/${r.budget}`],
     ...runParams(runs[0]).map(([k], i) => [k, (r) => String(runParams(r)[i][1])])];
-  $("compare-table").replaceChildren(el("tbody", {}, rows.map(([k, f]) => el("tr", {}, el("th", {}, k),
+  // Rows whose values differ between the runs stand out: what was changed between them.
+  const differs = (f) => new Set(runs.map((r) => String(f(r).textContent ?? f(r)))).size > 1;
+  $("compare-table").replaceChildren(el("tbody", {}, rows.map(([k, f]) => el("tr", { class: differs(f) ? "differs" : null }, el("th", {}, k),
     runs.map((r, i) => el("td", { class: "compare-cell", "data-run": r.id },
       k === "run" ? [el("span", { class: "swatch", "data-colour": SERIES_COLOURS[i % SERIES_COLOURS.length] }), f(r)] : f(r)))))));
   for (const s of $("compare-table").querySelectorAll(".swatch")) s.style.background = s.dataset.colour;
