@@ -26,7 +26,7 @@ from knowledge import local_neo4j
 from service.api.cypher import ReadOnlyCypher, load_saved_queries
 from service.api.deps import ServiceState
 from service.api.errors import BodySizeLimit, install_error_handlers
-from service.api.routes import bootstraps, catalog, experiences, health, ideas, queries, runs, web
+from service.api.routes import bootstraps, catalog, experiences, graph, health, ideas, queries, runs, web
 from service.api.run_manager import RunExecutor, RunManager
 from service.api.security import KeyRing
 from service.bootstrap import Container
@@ -98,7 +98,7 @@ def create_app(
     )
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
-    for module in (health, ideas, experiences, catalog, runs, bootstraps, queries, web):
+    for module in (health, ideas, experiences, catalog, runs, bootstraps, queries, graph, web):
         app.include_router(module.router)
     _mount_assets(app)
     return app

@@ -459,14 +459,50 @@ class ReadOnlyCypher:
                 f"({', '.join(sorted(READ_PROCEDURES))})",
             )
 
+    def explain(self, query: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The operator tree Neo4j would run (`EXPLAIN`: nothing runs), after the same checks as `run`, in one
+        of the same slots: a query `run` would refuse is refused here too (403, with the same reason)."""
+        query = query.strip()
+        if not query:
+            raise InvalidInput("the query is empty", "send a Cypher statement in the `query` field")
+        params = dict(params or {})
+        if not self._slots.acquire(timeout=_SLOT_WAIT_S):
+            raise Busy(
+                "the analysts' Cypher slots are all busy with earlier queries still running in Neo4j",
+                "retry in a few seconds",
+            )
+        tag = uuid.uuid4().hex
+        abandoned = threading.Event()
+        try:
+            with self._translated():
+                self._check_plan(query, params, tag, abandoned)  # the verdict is kept per text: after a run, cached
+                plan = self._explain(query, params, tag, abandoned)
+            if plan is None:
+                raise WriteRefused("the query has no plan Neo4j would show", "send one MATCH ... RETURN statement")
+            return plan_tree(plan)
+        finally:
+            if abandoned.is_set():
+                threading.Thread(target=self._release_when_gone, args=(tag,), daemon=True).start()
+            else:
+                self._slots.release()
+
     def _plan_verdict(
         self, query: str, params: dict[str, Any], tag: str, abandoned: threading.Event
     ) -> tuple[str, bool]:
         """('' for a read, else why not; whether the verdict holds for any parameter values: not when a vector
-        search's k is among them). Planning only, under its own (longer) timeout, because a cold JVM
-        on a loaded machine can take seconds to plan a large query, and under the same watchdog as a run:
-        Neo4j evaluates LIMIT and SKIP expressions while planning, and an expression there can run for
-        as long as its author likes."""
+        search's k is among them)."""
+        plan = self._explain(query, params, tag, abandoned)
+        if plan is None:
+            return "has no plan Neo4j would show, so it cannot be shown to be a read", True
+        return plan_problem(plan, READ_OPERATORS, params) or "", not calls_vector_search(plan)
+
+    def _explain(
+        self, query: str, params: dict[str, Any], tag: str, abandoned: threading.Event
+    ) -> dict[str, Any] | None:
+        """Neo4j's plan of `query` (nothing runs). Planning only, under its own (longer) timeout, because a
+        cold JVM on a loaded machine can take seconds to plan a large query, and under the same watchdog as
+        a run: Neo4j evaluates LIMIT and SKIP expressions while planning, and an expression there can run
+        for as long as its author likes."""
         limit_s = self.plan_timeout_s
         with self.store.session(read_only=True) as session:
             tx = session.begin_transaction(timeout=limit_s, metadata={"eok_query": tag})
@@ -483,9 +519,7 @@ class ReadOnlyCypher:
                 if not abandoned.is_set():
                     with suppress(Neo4jError, DriverError, OSError):
                         tx.close()
-        if summary.plan is None:
-            return "has no plan Neo4j would show, so it cannot be shown to be a read", True
-        return plan_problem(summary.plan, READ_OPERATORS, params) or "", not calls_vector_search(summary.plan)
+        return summary.plan
 
     def _keep_verdict(self, query: str, verdict: str) -> None:
         """The same text always plans to the same kinds of operators (values change nothing a procedure
@@ -587,6 +621,39 @@ class ReadOnlyCypher:
                 f"a query parameter cannot be sent to Neo4j: {e}",
                 "integers must fit in 64 bits; values must be strings, numbers, booleans, lists or maps",
             ) from None
+
+
+PLAN_MAX_OPERATORS = 500  # a plan tree larger than this is cut (marked `cut`): the page draws it as a list
+
+
+def plan_tree(plan: Mapping[str, Any]) -> dict[str, Any]:
+    """Neo4j's raw plan as the API answers it: per operator its name, Details text, estimated rows, the
+    variables it binds and its children; at most PLAN_MAX_OPERATORS operators (iterative: no recursion)."""
+
+    def node(op: Mapping[str, Any]) -> dict[str, Any]:
+        args = op.get("arguments") or {}
+        rows = args.get("EstimatedRows")
+        return {
+            "operator": str(op.get("operatorType", "")).split("@", 1)[0],
+            "details": str(args.get("Details", ""))[:1000],
+            "estimated_rows": round(float(rows), 1) if isinstance(rows, int | float) else None,
+            "identifiers": [str(i) for i in (op.get("identifiers") or [])][:50],
+            "children": [],
+        }
+
+    root = node(plan)
+    stack, count = [(plan, root)], 1
+    while stack:
+        raw, out = stack.pop()
+        for child in raw.get("children") or []:
+            if count >= PLAN_MAX_OPERATORS:
+                out["cut"] = True
+                break
+            made = node(child)
+            out["children"].append(made)
+            stack.append((child, made))
+            count += 1
+    return root
 
 
 def explain_text(query: str) -> str:
@@ -729,7 +796,7 @@ def to_json(value: Any) -> Any:
     if isinstance(value, GraphRelationship):
         start = value.start_node.element_id if value.start_node is not None else None
         end = value.end_node.element_id if value.end_node is not None else None
-        return {"_type": value.type, "_start": start, "_end": end, **_props(value)}
+        return {"_id": value.element_id, "_type": value.type, "_start": start, "_end": end, **_props(value)}
     if isinstance(value, GraphPath):
         return {"nodes": [to_json(n) for n in value.nodes], "relationships": [to_json(r) for r in value]}
     if isinstance(value, list | tuple):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -273,6 +273,8 @@ class RunDetail(BaseModel):
     started_by: str | None = Field(None, description="key id (a hash prefix, never the key) that started it")
     resumed_by: str | None = Field(None, description="key id that last resumed it")
     cancelled_by: str | None = Field(None, description="key id that cancelled it")
+    runner: str | None = Field(None, description="where candidates ran: qemu, ssh or native (from the run's settings)")
+    bootstrap_id: str | None = Field(None, description="the bootstrap this run belongs to, if any")
     active: bool = Field(description="executing or queued in this service process")
     history: list[float | None] = Field([], description="best speedup after each evaluation")
     best: RunBest | None = None
@@ -349,3 +351,41 @@ class QueryResultOut(BaseModel):
     row_cap: int
     byte_cap: int = Field(description="the answer's rows stop before their JSON exceeds this many bytes")
     elapsed_ms: float
+
+
+class EdgesRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    ids: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        max_length=300, description="element ids (`_id`) of the nodes an answer returned"
+    )
+    limit: int = Field(1000, ge=1, le=2000, description="relationships answered at most")
+
+
+class Subgraph(BaseModel):
+    nodes: list[dict[str, Any]] = Field(description="nodes as /cypher answers them (`_id`, `_labels`, properties)")
+    relationships: list[dict[str, Any]] = Field(description="`_id`, `_type`, `_start`, `_end` and properties")
+    truncated: bool = Field(description="true when more relationships existed than the limit")
+
+
+class GraphSchema(BaseModel):
+    labels: dict[str, int] = Field(description="label -> number of nodes")
+    relationship_types: dict[str, int] = Field(description="type -> number of relationships")
+    property_keys: list[str] = Field(description="every property key in use (embeddings left out), at most 1000")
+
+
+class PlanOut(BaseModel):
+    plan: dict[str, Any] = Field(
+        description="the root operator: `operator`, `details`, `estimated_rows`, `identifiers`, `children`"
+    )
+
+
+class Artefact(BaseModel):
+    name: str = Field(description="report.md, best.c, speedup.png or run.json")
+    bytes: int
+    url: str
+
+
+class ArtefactList(BaseModel):
+    run_id: str
+    items: list[Artefact]
+    candidates: int = Field(description="candidate files kept under candidates/ (GET .../artefacts/candidates/NNN.c)")

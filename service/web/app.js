@@ -3,7 +3,10 @@
 "use strict";
 
 const KEY_STORE = "eok.apiKey";
-const state = { cursor: null, run: null, stream: null, vocab: null, role: null, queries: [], answer: null };
+const state = {
+  cursor: null, run: null, stream: null, vocab: null, role: null, queries: [], answer: null, graph: null,
+  compare: new Set(),
+};
 const ROLES = { reader: 1, analyst: 2, operator: 3 };
 
 // -- small DOM helpers --------------------------------------------------------------------------------
@@ -151,7 +154,11 @@ async function loadCatalog() {
   if (ok) {
     loadRuns();
     loadOverview();
-    if (ROLES[state.role] >= ROLES.analyst) loadSavedQueries();
+    if (ROLES[state.role] >= ROLES.analyst) {
+      loadSavedQueries();
+      loadSchema();
+    }
+    route();
   }
 }
 
@@ -172,7 +179,7 @@ async function loadOverview() {
   $("overview-counts").replaceChildren(...Object.entries(o.nodes).sort((a, b) => b[1] - a[1])
     .map(([label, n]) => el("div", { class: "count" }, el("strong", {}, n.toLocaleString()), el("span", {}, label))));
   $("overview-runs").replaceChildren(...o.recent_runs.map((r) => el("tr", {
-    class: "clickable", onclick: () => { switchTab($("tab-runs")); watchRun(r.id); } },
+    class: "clickable", onclick: () => openRun(r.id) },
   el("td", {}, el("code", {}, r.id)), el("td", {}, r.task_id), el("td", {}, r.target_key),
   el("td", { class: statusClass(r.status) }, r.status), el("td", { class: "num" }, `${r.evaluations}/${r.budget}`),
   el("td", { class: "num", title: r.baseline_note || "" }, speeds(r.best_competent_speedup, r.best_speedup)
@@ -372,11 +379,41 @@ async function loadRuns() {
   if (!sessionStorage.getItem(KEY_STORE)) return;
   const list = await api("/runs?limit=10").catch(() => null);
   if (!list) return;
-  $("runs-rows").replaceChildren(...list.items.map((r) => el("tr", { class: "clickable", onclick: () => watchRun(r.id) },
+  $("runs-rows").replaceChildren(...list.items.map((r) => el("tr", { class: "clickable", onclick: () => openRun(r.id) },
+    el("td", { onclick: (ev) => ev.stopPropagation() }, el("input", {
+      type: "checkbox", class: "compare-pick", value: r.id, title: "compare", checked: state.compare.has(r.id),
+      onchange: (ev) => { if (ev.target.checked) state.compare.add(r.id); else state.compare.delete(r.id); pickedRuns(); } })),
     el("td", {}, el("code", {}, r.id)), el("td", {}, r.task_id), el("td", {}, r.target_key),
     el("td", { class: statusClass(r.status) }, r.status), el("td", { class: "num" }, `${r.evaluations}/${r.budget}`),
     el("td", { class: "num" }, speeds(r.best_competent_speedup, r.best_speedup)
       + overLibrary(r.best_speedup_over_library, r.library_label)))));
+  pickedRuns();
+}
+
+function pickedRuns() {
+  $("compare-go").disabled = state.compare.size < 2;
+  $("compare-go").textContent = state.compare.size >= 2 ? `Compare ${state.compare.size} runs` : "Compare";
+}
+
+// -- routes: #/runs/ID opens a run, #/compare/A,B compares runs (links to share or bookmark) ------------
+
+function openRun(id) {
+  location.hash = `#/runs/${encodeURIComponent(id)}`;
+}
+
+function route() {
+  if (!sessionStorage.getItem(KEY_STORE) || !state.role) return;
+  const m = /^#\/(runs|compare|bootstraps)\/(.+)$/.exec(location.hash);
+  if (!m) return;
+  switchTab($("tab-runs"));
+  if (m[1] === "runs") {
+    const id = decodeURIComponent(m[2]);
+    if (!state.run || state.run.id !== id || $("run-view").classList.contains("hidden")) watchRun(id);
+  } else if (m[1] === "bootstraps") {
+    openBootstrap(decodeURIComponent(m[2]));
+  } else {
+    compareRuns(m[2].split(",").map(decodeURIComponent).filter(Boolean).slice(0, 6));
+  }
 }
 
 async function startRun(event) {
@@ -386,12 +423,17 @@ async function startRun(event) {
     directions: Number($("run-directions").value), generator: $("run-generator").value,
   };
   const accepted = await guarded(() => api("/runs", { json: body }));
-  if (accepted) watchRun(accepted.id);
+  if (accepted) openRun(accepted.id);
 }
 
 function resetRunView(id) {
-  state.run = { id, points: [], best: [], budget: 0, done: false };
-  $("run-view").classList.remove("hidden");
+  state.run = { id, points: [], best: [], dirs: new Map(), budget: 0, done: false };
+  showOnly("run-view");
+  $("run-params").replaceChildren();
+  $("run-artefacts").replaceChildren(el("li", { class: "muted" }, "none yet"));
+  $("run-link").href = `#/runs/${encodeURIComponent(id)}`;
+  $("run-link").textContent = `${location.origin}${location.pathname}#/runs/${id}`;
+  for (const x of ["run-diff", "run-diff-title"]) $(x).classList.add("hidden");
   $("run-outcome").classList.add("hidden");
   $("run-id").textContent = id;
   $("run-status").textContent = "queued";
@@ -410,6 +452,7 @@ async function watchRun(id) {
   resetRunView(id);
   const controller = new AbortController();
   state.stream = controller;
+  loadRunDetail(id);
   try {
     const response = await fetch(`/runs/${encodeURIComponent(id)}/events`, {
       headers: authHeaders(), signal: controller.signal,
@@ -449,6 +492,13 @@ function onRunEvent(ev) {
   if (evaluated) {
     run.points.push(ev.status === "ok" ? ev.speedup : null);
     run.best.push(ev.best_speedup);  // the plot's axis is over -O3 (both baselines divide the same time)
+    // Per direction: that direction's own best so far, at the evaluations it made.
+    const dir = ev.direction || "(none)";
+    const series = run.dirs.get(dir) || [];
+    const prev = series.length ? series[series.length - 1][1] : null;
+    const mine = ev.status === "ok" && ev.speedup ? ev.speedup : null;
+    series.push([run.best.length - 1, mine !== null && (prev === null || mine > prev) ? mine : prev]);
+    run.dirs.set(dir, series);
   }
   const terminal = ["finished", "failed", "cancelled"].includes(ev.kind);
   const status = terminal ? (ev.status || ev.kind) : ev.kind === "started" ? "running" : $("run-status").textContent;
@@ -486,6 +536,7 @@ async function showOutcome(id) {
   const lastCode = r.best ? await api(`/experiences/${encodeURIComponent(r.best.experience_id)}`).catch(() => null) : null;
   $("run-outcome-code").textContent = lastCode && lastCode.code ? lastCode.code : "";
   $("run-outcome-code").classList.toggle("hidden", !(lastCode && lastCode.code));
+  showParentDiff(lastCode);
   $("run-lineage").replaceChildren(...r.lineage.map((s) => el("tr", {},
     el("td", { class: "num" }, s.depth), el("td", {}, el("code", {}, s.experience)),
     el("td", { class: statusClass(s.status) }, s.status), el("td", { class: "num" }, speeds(s.competent_speedup, s.speedup)),
@@ -495,6 +546,133 @@ async function showOutcome(id) {
     el("td", {}, (s.commits || []).map((c, i) => [i ? ", " : "", c.url
       ? el("a", { href: c.url, target: "_blank", rel: "noopener", class: "commit" }, `${c.repo}@${c.sha.slice(0, 10)}`)
       : el("code", {}, `${c.repo}@${c.sha.slice(0, 10)}`)])))));
+}
+
+// The run's record as it was asked for: a parameters panel, and the files its folder holds.
+async function loadRunDetail(id) {
+  const [r, files] = await Promise.all([api(`/runs/${encodeURIComponent(id)}`).catch((err) => err),
+    api(`/runs/${encodeURIComponent(id)}/artefacts`).catch(() => null)]);
+  if (!state.run || state.run.id !== id) return;
+  if (r instanceof Error) { showError(r); return; }
+  $("run-params").replaceChildren(...runParams(r).map(([k, v]) => el("tr", {}, el("th", {}, k), el("td", {},
+    k === "bootstrap" && r.bootstrap_id ? el("a", { href: `#/bootstraps/${encodeURIComponent(r.bootstrap_id)}` }, v) : v))));
+  const items = files ? files.items : [];
+  $("run-artefacts").replaceChildren(...(items.length ? items.map((a) => el("li", {},
+    el("a", { href: "#", class: "artefact", "data-name": a.name, onclick: (ev) => { ev.preventDefault(); openArtefact(id, a); } }, a.name),
+    el("span", { class: "muted" }, ` ${Math.max(1, Math.round(a.bytes / 1024))} KiB`))) : [el("li", { class: "muted" }, "no files (the run folder is on another machine, or not written yet)")]),
+  ...(files && files.candidates ? [el("li", { class: "muted" }, `${files.candidates} candidate files under candidates/`)] : []));
+}
+
+function runParams(r) {
+  return [["task", r.task_id], ["target", r.target_key], ["budget", r.budget], ["directions", r.directions],
+    ["generator", r.generator], ["seed", r.seed], ["runner", r.runner || "default"],
+    ["bootstrap", r.bootstrap_id || "–"], ["started", when(r.started_at)], ["finished", when(r.finished_at) || "–"],
+    ["started by", r.started_by || "–"], ["LLM calls", r.llm_calls], ["error", r.error || "–"]];
+}
+
+// Artefacts need the API key, so a plain link cannot fetch them: read with the key, show, offer a download.
+async function openArtefact(runId, a) {
+  const response = await fetch(a.url, { headers: authHeaders() }).catch((err) => err);
+  if (response instanceof Error || !response.ok) {
+    showError(response instanceof Error ? response
+      : new ApiError(response.status, await response.json().catch(() => null)));
+    return;
+  }
+  const blob = await response.blob();
+  const url = URL.createObjectURL(blob);
+  const body = a.name.endsWith(".png") ? el("img", { src: url, alt: `${a.name} of ${runId}`, class: "artefact-img" })
+    : el("pre", { id: "artefact-text" }, await blob.text());
+  showDetail(el("h2", { id: "detail-title" }, `${a.name} · ${runId}`),
+    el("p", {}, el("a", { href: url, download: `${runId}-${a.name}` }, "download")), body);
+}
+
+// The best kernel against the code it was derived from (its parent experience): a line diff.
+async function showParentDiff(best) {
+  const parent = best && best.parent_id
+    ? await api(`/experiences/${encodeURIComponent(best.parent_id)}`).catch(() => null) : null;
+  const show = !!(parent && best.code);
+  $("run-diff-title").classList.toggle("hidden", !show);
+  $("run-diff").classList.toggle("hidden", !show);
+  if (!show) return;
+  $("run-diff-title").textContent = `Against its parent ${parent.id} (${parent.summary || parent.status})`;
+  $("run-diff").replaceChildren(...diffLines(parent.code || "", best.code).map(([op, line]) =>
+    el("span", { class: op === "+" ? "add" : op === "-" ? "del" : "same" }, `${op} ${line}\n`)));
+}
+
+// Longest common subsequence of lines; past DIFF_MAX_CELLS it falls back to "all removed, all added".
+const DIFF_MAX_CELLS = 4e6;
+function diffLines(a, b) {
+  const x = a.split("\n"), y = b.split("\n");
+  const n = x.length, m = y.length;
+  if (n * m > DIFF_MAX_CELLS) return [...x.map((l) => ["-", l]), ...y.map((l) => ["+", l])];
+  const lcs = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
+  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--)
+    lcs[i][j] = x[i] === y[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
+  const out = [];
+  let i = 0, j = 0;
+  while (i < n && j < m) {
+    if (x[i] === y[j]) { out.push([" ", x[i]]); i++; j++; }
+    else if (lcs[i + 1][j] >= lcs[i][j + 1]) out.push(["-", x[i++]]);
+    else out.push(["+", y[j++]]);
+  }
+  while (i < n) out.push(["-", x[i++]]);
+  while (j < m) out.push(["+", y[j++]]);
+  return out;
+}
+
+// -- a bootstrap (one run per task and target): its own address, its pairs, their runs compared -------------
+
+function showOnly(view) {
+  for (const id of ["run-view", "compare-view", "bootstrap-view"]) $(id).classList.toggle("hidden", id !== view);
+}
+
+async function openBootstrap(id) {
+  if (state.stream) state.stream.abort();
+  state.run = null;
+  showOnly(null);
+  const b = await guarded(() => api(`/bootstraps/${encodeURIComponent(id)}`));
+  if (!b) return;
+  showOnly("bootstrap-view");
+  $("bootstrap-id").textContent = b.id;
+  $("bootstrap-status").textContent = b.status;
+  const y = b.yardsticks;
+  $("bootstrap-summary").textContent = `${b.tasks.length} tasks × ${b.targets.length} targets, budget ${b.budget} each`
+    + ` · median ${speed(y.median_over_competent)} over competent (${y.competent_pairs} pairs)`
+    + (y.median_over_library ? ` · ${speed(y.median_over_library)} over the library (${y.library_pairs})` : "")
+    + (b.executor ? ` · on ${b.executor}` : "");
+  $("bootstrap-rows").replaceChildren(...b.rows.map((r) => el("tr", {},
+    el("td", {}, r.task), el("td", {}, r.target),
+    el("td", {}, el("a", { href: `#/runs/${encodeURIComponent(r.run_id)}` }, r.run_id)),
+    el("td", { class: statusClass(r.status) }, r.status), el("td", { class: "num" }, `${r.evaluations}/${r.budget}`),
+    el("td", { class: "num" }, speeds(r.best_competent_speedup, r.best_speedup)))));
+  $("bootstrap-compare").href = `#/compare/${b.rows.slice(0, 6).map((r) => encodeURIComponent(r.run_id)).join(",")}`;
+  $("bootstrap-compare").classList.toggle("hidden", b.rows.length < 2);
+}
+
+// -- comparing runs side by side ---------------------------------------------------------------------------
+
+const SERIES_COLOURS = ["#1f6feb", "#cf222e", "#2da44e", "#8250df", "#bf8700", "#0a7ea4"];
+
+async function compareRuns(ids) {
+  if (state.stream) state.stream.abort();
+  state.run = null;
+  showOnly(null);
+  const runs = await guarded(() => Promise.all(ids.map((id) => api(`/runs/${encodeURIComponent(id)}`))));
+  if (!runs) return;
+  showOnly("compare-view");
+  const rows = [["run", (r) => el("a", { href: `#/runs/${encodeURIComponent(r.id)}` }, r.id)], ["status", (r) => r.status],
+    ["best: competent / -O3", (r) => speeds(r.best_competent_speedup, r.best_speedup)],
+    ["evaluations", (r) => `${r.evaluations}/${r.budget}`],
+    ...runParams(runs[0]).map(([k], i) => [k, (r) => String(runParams(r)[i][1])])];
+  // Rows whose values differ between the runs stand out: what was changed between them.
+  const differs = (f) => new Set(runs.map((r) => String(f(r).textContent ?? f(r)))).size > 1;
+  $("compare-table").replaceChildren(el("tbody", {}, rows.map(([k, f]) => el("tr", { class: differs(f) ? "differs" : null }, el("th", {}, k),
+    runs.map((r, i) => el("td", { class: "compare-cell", "data-run": r.id },
+      k === "run" ? [el("span", { class: "swatch", "data-colour": SERIES_COLOURS[i % SERIES_COLOURS.length] }), f(r)] : f(r)))))));
+  for (const s of $("compare-table").querySelectorAll(".swatch")) s.style.background = s.dataset.colour;
+  drawSeries($("compare-plot"), runs.map((r, i) => ({ name: r.id, colour: SERIES_COLOURS[i % SERIES_COLOURS.length],
+    points: r.history.map((v, j) => [j, v]), width: 2.5 })), Math.max(1, ...runs.map((r) => r.history.length)));
+  $("compare-plot").dataset.series = String(runs.length);
 }
 
 async function cancelRun() {
@@ -535,14 +713,32 @@ async function runSaved(event) {
     else if (input.value !== "") params[input.dataset.param] = t === "int" || t === "float" ? Number(input.value) : input.value;
   }
   const name = $("saved-name").value;
+  clearAnswer();
   const answer = await guarded(() => api(`/queries/${encodeURIComponent(name)}`, { json: { params } }));
   if (answer) showAnswer(answer);
 }
 
 async function runCypher(event) {
   event.preventDefault();
-  const answer = await guarded(() => api("/cypher", { json: { query: $("cypher-text").value } }));
+  const query = $("cypher-text").value;
+  remember(query);
+  clearAnswer();
+  const answer = await guarded(() => api("/cypher", { json: { query } }));
   if (answer) showAnswer(answer);
+}
+
+// A refused or failed query leaves nothing of the previous answer on screen: the error stands alone.
+function clearAnswer() {
+  state.answer = null;
+  $("cypher-summary").textContent = "";
+  $("cypher-table").replaceChildren();
+  $("cypher-plan").replaceChildren();
+  $("graph-legend").replaceChildren();
+  state.graph = null;
+  const g = $("cypher-graph");
+  g.replaceChildren();
+  g.dataset.nodes = "0";
+  g.dataset.relationships = "0";
 }
 
 function showAnswer(answer) {
@@ -562,13 +758,129 @@ function cell(v) {
   return JSON.stringify(v);
 }
 
+// -- query history (this browser only) ---------------------------------------------------------------------
+
+const HISTORY_STORE = "eok.cypherHistory";
+const HISTORY_MAX = 50;
+
+function historyItems() {
+  try {
+    const items = JSON.parse(localStorage.getItem(HISTORY_STORE) || "[]");
+    return Array.isArray(items) ? items.filter((q) => typeof q === "string") : [];
+  } catch (err) {
+    return [];
+  }
+}
+
+function remember(query) {
+  const q = query.trim();
+  if (!q) return;
+  const items = [q, ...historyItems().filter((x) => x !== q)].slice(0, HISTORY_MAX);
+  localStorage.setItem(HISTORY_STORE, JSON.stringify(items));
+  showHistory();
+}
+
+function showHistory() {
+  const items = historyItems();
+  fillSelect($("cypher-history"), items.map((q) => [q, q.length > 90 ? `${q.slice(0, 89)}…` : q]));
+  $("cypher-history").querySelector("option").textContent = `history (${items.length})`;
+  $("cypher-history").value = "";
+}
+
+// -- export of the answer --------------------------------------------------------------------------------
+
+function csvField(v) {
+  let s = v === null || v === undefined ? "" : typeof v === "object" ? JSON.stringify(v) : String(v);
+  if (typeof v === "string" && /^[=+\-@\t\r]/.test(s)) s = `'${s}`;  // a spreadsheet would run it as a formula
+  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+function answerText(kind) {
+  const a = state.answer;
+  if (kind === "json") return JSON.stringify({ columns: a.columns, rows: a.rows, truncated: a.truncated }, null, 2);
+  return [a.columns.map(csvField).join(","), ...a.rows.map((r) => a.columns.map((c) => csvField(r[c])).join(","))]
+    .join("\r\n") + "\r\n";
+}
+
+function exportAnswer(kind) {
+  if (!state.answer) {
+    showError(new Error("no answer to export: run a query first"));
+    return;
+  }
+  const type = kind === "json" ? "application/json" : "text/csv";
+  const link = $("export-link");
+  if (link.href.startsWith("blob:")) URL.revokeObjectURL(link.href);
+  link.href = URL.createObjectURL(new Blob([answerText(kind)], { type }));
+  link.download = `eok-answer.${kind}`;
+  link.dataset.kind = kind;
+  link.click();
+}
+
+// -- schema sidebar and plan view --------------------------------------------------------------------------
+
+async function loadSchema() {
+  const s = await api("/graph/schema").catch(() => null);
+  if (!s) return;
+  const pick = (text) => () => { $("cypher-text").value = text; $("cypher-text").focus(); };
+  $("schema-labels").replaceChildren(...Object.entries(s.labels).map(([label, n]) => el("li", {
+    class: "clickable", title: `MATCH (n:${label}) RETURN n LIMIT 25`, onclick: pick(`MATCH (n:\`${label}\`) RETURN n LIMIT 25`) },
+  el("span", { class: "dot", style: null, "data-label": label }), label, el("span", { class: "muted" }, ` ${n.toLocaleString()}`))));
+  for (const dot of $("schema-labels").querySelectorAll(".dot")) dot.style.background = labelColour(dot.dataset.label);
+  $("schema-types").replaceChildren(...Object.entries(s.relationship_types).map(([t, n]) => el("li", {
+    class: "clickable", onclick: pick(`MATCH p = ()-[:\`${t}\`]->() RETURN p LIMIT 25`) },
+  t, el("span", { class: "muted" }, ` ${n.toLocaleString()}`))));
+  $("schema-keys").replaceChildren(...s.property_keys.map((k) => el("li", {}, k)));
+}
+
+async function explainCypher() {
+  const query = $("cypher-text").value;
+  remember(query);
+  clearAnswer();
+  const out = await guarded(() => api("/cypher/plan", { json: { query } }));
+  if (!out) return;
+  $("cypher-plan").replaceChildren(el("ul", { class: "plan-tree" }, planNode(out.plan)));
+  showView("plan");
+}
+
+function planNode(op) {
+  return el("li", {},
+    el("div", { class: "op" }, el("strong", {}, op.operator),
+      op.estimated_rows !== null ? el("span", { class: "muted" }, ` · est. ${op.estimated_rows} rows`) : null,
+      op.details ? el("code", {}, op.details) : null, op.cut ? el("em", { class: "muted" }, " (cut)") : null),
+    op.children.length ? el("ul", {}, op.children.map(planNode)) : null);
+}
+
+// -- the graph view --------------------------------------------------------------------------------------
+
 // Nodes (maps with _id and _labels) and relationships (_type, _start, _end) anywhere in the answer.
 function collectGraph(value, nodes, rels) {
   if (Array.isArray(value)) { for (const v of value) collectGraph(v, nodes, rels); return; }
   if (!value || typeof value !== "object") return;
   if (value._labels && value._id) nodes.set(value._id, value);
-  else if (value._type && value._start && value._end) rels.push(value);
+  else if (value._type && value._start && value._end) rels.set(relKey(value), value);
   for (const v of Object.values(value)) if (v && typeof v === "object") collectGraph(v, nodes, rels);
+}
+
+const relKey = (r) => r._id || `${r._start}-${r._type}-${r._end}`;
+const GRAPH_MAX_NODES = 150;
+const GRAPH_W = 760, GRAPH_H = 460;
+// One colour per label: the graph's own labels fixed, any other from the rest of the palette by name.
+const LABEL_COLOURS = {
+  Thought: "#1f6feb", Idea: "#8250df", Commit: "#6e7781", Experience: "#bf8700", Target: "#2da44e",
+  Task: "#cf222e", Run: "#0a7ea4", Repository: "#9a6700", Bootstrap: "#e16f24",
+};
+const EXTRA_COLOURS = ["#d63384", "#1b7c83", "#7d4e00", "#5a32a3", "#116329", "#a40e26", "#4d2d00", "#0550ae"];
+
+function labelColour(label) {
+  if (LABEL_COLOURS[label]) return LABEL_COLOURS[label];
+  let h = 0;
+  for (const ch of label || "") h = (h * 31 + ch.charCodeAt(0)) >>> 0;
+  return EXTRA_COLOURS[h % EXTRA_COLOURS.length];
+}
+
+function caption(n) {
+  const v = n.title || n.name || n.id || n.key || (n.sha ? n.sha.slice(0, 10) : "") || n.summary || n._labels[0] || "";
+  return String(v);
 }
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -581,56 +893,238 @@ function svg(tag, attrs, text) {
 
 function drawGraph(rows) {
   const nodes = new Map();
-  const rels = [];
+  const rels = new Map();
   collectGraph(rows, nodes, rels);
+  const list = [...nodes.values()].slice(0, GRAPH_MAX_NODES);
+  state.graph = { nodes: new Map(list.map((n) => [n._id, { data: n }])), rels, view: { x: 0, y: 0, k: 1 },
+    dropped: nodes.size - list.length };
+  layout(state.graph, [...state.graph.nodes.keys()]);
+  fitView(state.graph);
+  renderGraph();
+  connectAnswerNodes(state.graph);
+}
+
+// Neo4j Browser connects the nodes of an answer: so does this view, by asking for the relationships among them.
+async function connectAnswerNodes(graph) {
+  const ids = [...graph.nodes.keys()];
+  if (ids.length < 2) return;
+  const found = await api("/graph/edges", { json: { ids: ids.slice(0, 300), limit: 1000 } }).catch(() => null);
+  if (!found || state.graph !== graph) return;
+  let added = 0;
+  for (const r of found.relationships) if (!graph.rels.has(relKey(r))) { graph.rels.set(relKey(r), r); added++; }
+  graph.edgesTruncated = found.truncated;
+  if (added) { layout(graph, ids, 150); fitView(graph); }
+  renderGraph();
+}
+
+// A force-directed layout: repulsion between every pair, springs along relationships, a pull to the centre.
+function layout(graph, movable, iterations = 300) {
+  const ids = [...graph.nodes.keys()];
+  const n = ids.length;
+  ids.forEach((id, i) => {
+    const p = graph.nodes.get(id);
+    if (p.x === undefined) {
+      const a = (2 * Math.PI * i) / Math.max(1, n);
+      p.x = GRAPH_W / 2 + 160 * Math.cos(a); p.y = GRAPH_H / 2 + 160 * Math.sin(a);
+    }
+  });
+  const move = new Set(movable);
+  const links = [...graph.rels.values()].filter((r) => graph.nodes.has(r._start) && graph.nodes.has(r._end));
+  const ideal = Math.max(45, Math.min(110, 330 / Math.sqrt(Math.max(1, n))));  // denser when there are many
+  for (let it = 0; it < iterations; it++) {
+    const heat = 1 - it / iterations;
+    const force = new Map(ids.map((id) => [id, [0, 0]]));
+    for (let i = 0; i < n; i++) {
+      const a = graph.nodes.get(ids[i]);
+      for (let j = i + 1; j < n; j++) {
+        const b = graph.nodes.get(ids[j]);
+        let dx = a.x - b.x, dy = a.y - b.y;
+        let d2 = dx * dx + dy * dy;
+        if (d2 < 0.01) { dx = Math.random() - 0.5; dy = Math.random() - 0.5; d2 = 0.5; }
+        const f = (ideal * ideal) / d2;
+        force.get(ids[i])[0] += dx * f; force.get(ids[i])[1] += dy * f;
+        force.get(ids[j])[0] -= dx * f; force.get(ids[j])[1] -= dy * f;
+      }
+    }
+    for (const r of links) {
+      const a = graph.nodes.get(r._start), b = graph.nodes.get(r._end);
+      const dx = b.x - a.x, dy = b.y - a.y, d = Math.sqrt(dx * dx + dy * dy) || 1;
+      const f = (d - ideal) / d * 0.5;
+      force.get(r._start)[0] += dx * f; force.get(r._start)[1] += dy * f;
+      force.get(r._end)[0] -= dx * f; force.get(r._end)[1] -= dy * f;
+    }
+    for (const id of ids) {
+      if (!move.has(id)) continue;
+      const p = graph.nodes.get(id), [fx, fy] = force.get(id);
+      const gx = (GRAPH_W / 2 - p.x) * 0.06, gy = (GRAPH_H / 2 - p.y) * 0.06;
+      const dx = fx * 0.1 + gx, dy = fy * 0.1 + gy, d = Math.sqrt(dx * dx + dy * dy) || 1;
+      const step = Math.min(d, 30 * heat + 1);
+      p.x += (dx / d) * step; p.y += (dy / d) * step;
+    }
+  }
+}
+
+// Every node on the canvas: scale and shift the view so the nodes' box (captions included) fits it.
+function fitView(graph) {
+  const ps = [...graph.nodes.values()];
+  if (!ps.length) return;
+  const xs = ps.map((p) => p.x), ys = ps.map((p) => p.y);
+  const x0 = Math.min(...xs) - 30, x1 = Math.max(...xs) + 30, y0 = Math.min(...ys) - 25, y1 = Math.max(...ys) + 35;
+  const k = Math.min(1.5, GRAPH_W / Math.max(1, x1 - x0), GRAPH_H / Math.max(1, y1 - y0));
+  graph.view = { k, x: (GRAPH_W - k * (x0 + x1)) / 2, y: (GRAPH_H - k * (y0 + y1)) / 2 };
+}
+
+function renderGraph() {
+  const graph = state.graph;
   const g = $("cypher-graph");
-  const list = [...nodes.values()].slice(0, 120);
-  const W = 760, H = 460, cx = W / 2, cy = H / 2, radius = Math.min(W, H) / 2 - 50;
-  const at = new Map(list.map((n, i) => {
-    const a = (2 * Math.PI * i) / Math.max(1, list.length);
-    return [n._id, [cx + radius * Math.cos(a), cy + radius * Math.sin(a)]];
-  }));
-  const parts = [];
-  for (const r of rels) {
-    const a = at.get(r._start), b = at.get(r._end);
+  if (!graph) return;
+  const defs = svg("defs", {});
+  const marker = svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 19, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" });
+  marker.append(svg("path", { d: "M 0 0 L 10 5 L 0 10 z", class: "arrow" }));
+  defs.append(marker);
+  const viewport = svg("g", { id: "graph-viewport", transform: `translate(${graph.view.x},${graph.view.y}) scale(${graph.view.k})` });
+  const edges = svg("g", { class: "edges" }), dots = svg("g", { class: "nodes" });
+  let drawn = 0;
+  for (const r of graph.rels.values()) {
+    const a = graph.nodes.get(r._start), b = graph.nodes.get(r._end);
     if (!a || !b) continue;
-    parts.push(svg("line", { x1: a[0], y1: a[1], x2: b[0], y2: b[1], class: "edge" }));
-    parts.push(svg("text", { x: (a[0] + b[0]) / 2, y: (a[1] + b[1]) / 2, class: "edge-label" }, r._type));
+    drawn++;
+    const line = svg("line", { x1: a.x, y1: a.y, x2: b.x, y2: b.y, class: "edge", "marker-end": "url(#arrow)", "data-type": r._type });
+    line.append(svg("title", {}, r._type));
+    edges.append(line, svg("text", { x: (a.x + b.x) / 2, y: (a.y + b.y) / 2 - 3, class: "edge-label" }, r._type));
   }
-  for (const n of list) {
-    const [x, y] = at.get(n._id);
-    const label = n._labels[0] || "";
-    parts.push(svg("circle", { cx: x, cy: y, r: 9, class: `node node-${label}`, "data-id": n._id }));
-    parts.push(svg("text", { x: x + 12, y: y + 4, class: "node-label" },
-      `${label}: ${String(n.title || n.id || n.key || n.name || n.sha || "").slice(0, 28)}`));
+  const counts = new Map();
+  for (const [id, p] of graph.nodes) {
+    const label = p.data._labels[0] || "";
+    counts.set(label, (counts.get(label) || 0) + 1);
+    const full = caption(p.data);
+    const short = full.length > 18 ? `${full.slice(0, 17)}…` : full;
+    const node = svg("g", { class: "node", "data-id": id, "data-label": label, transform: `translate(${p.x},${p.y})` });
+    node.append(svg("title", {}, `${p.data._labels.join(":")}: ${full}`),
+      svg("circle", { r: 11, fill: labelColour(label), class: "dot" }),
+      svg("text", { y: 24, class: "node-label", "text-anchor": "middle" }, short));
+    dots.append(node);
   }
-  if (!list.length) parts.push(svg("text", { x: 20, y: 30, class: "node-label" }, "no nodes in this answer"));
-  g.replaceChildren(...parts);
-  g.dataset.nodes = String(list.length);
-  g.dataset.relationships = String(rels.filter((r) => at.has(r._start) && at.has(r._end)).length);
+  viewport.append(edges, dots);
+  g.replaceChildren(defs, svg("rect", { class: "backdrop", x: 0, y: 0, width: GRAPH_W, height: GRAPH_H }), viewport);
+  if (!graph.nodes.size) g.append(svg("text", { x: 20, y: 30, class: "node-label" }, "no nodes in this answer"));
+  g.dataset.nodes = String(graph.nodes.size);
+  g.dataset.relationships = String(drawn);
+  const notes = [graph.dropped > 0 ? `${graph.dropped} more nodes not drawn` : "",
+    graph.edgesTruncated ? "more relationships than drawn" : ""].filter(Boolean);
+  $("graph-legend").replaceChildren(...[...counts].sort().map(([label, n]) => el("span", { class: "legend-item", "data-label": label },
+    el("span", { class: "dot", "data-colour": labelColour(label) }), `${label} (${n})`)),
+  ...notes.map((t) => el("span", { class: "muted" }, t)));
+  for (const dot of $("graph-legend").querySelectorAll(".dot")) dot.style.background = dot.dataset.colour;
+}
+
+// Pan (drag the background), zoom (wheel, around the pointer), drag a node, click to inspect, double-click to expand.
+function wireGraph() {
+  const g = $("cypher-graph");
+  let drag = null;
+  const toSvg = (ev) => {
+    const box = g.getBoundingClientRect();
+    return [((ev.clientX - box.left) * GRAPH_W) / box.width, ((ev.clientY - box.top) * GRAPH_H) / box.height];
+  };
+  g.addEventListener("mousedown", (ev) => {
+    if (!state.graph) return;
+    const node = ev.target.closest("g.node");
+    const [sx, sy] = toSvg(ev);
+    drag = { id: node ? node.dataset.id : null, sx, sy, moved: false, view: { ...state.graph.view } };
+    ev.preventDefault();
+  });
+  window.addEventListener("mousemove", (ev) => {
+    if (!drag || !state.graph) return;
+    const [sx, sy] = toSvg(ev);
+    const dx = sx - drag.sx, dy = sy - drag.sy;
+    if (Math.abs(dx) + Math.abs(dy) > 2) drag.moved = true;
+    if (!drag.moved) return;
+    const v = state.graph.view;
+    if (drag.id) {
+      const p = state.graph.nodes.get(drag.id);
+      p.x = (sx - v.x) / v.k; p.y = (sy - v.y) / v.k;
+    } else {
+      v.x = drag.view.x + dx; v.y = drag.view.y + dy;
+    }
+    renderGraph();
+  });
+  window.addEventListener("mouseup", () => {
+    if (drag && drag.id && !drag.moved) inspectNode(drag.id);
+    drag = null;
+  });
+  g.addEventListener("dblclick", (ev) => {
+    const node = ev.target.closest("g.node");
+    if (node) expandNode(node.dataset.id);
+  });
+  g.addEventListener("wheel", (ev) => {
+    if (!state.graph) return;
+    ev.preventDefault();
+    const [sx, sy] = toSvg(ev);
+    const v = state.graph.view;
+    const k = Math.min(8, Math.max(0.1, v.k * (ev.deltaY < 0 ? 1.15 : 1 / 1.15)));
+    v.x = sx - ((sx - v.x) * k) / v.k; v.y = sy - ((sy - v.y) * k) / v.k; v.k = k;
+    renderGraph();
+  }, { passive: false });
+}
+
+function inspectNode(id) {
+  const p = state.graph && state.graph.nodes.get(id);
+  if (!p) return;
+  const props = Object.entries(p.data).filter(([k]) => !k.startsWith("_"));
+  const rels = [...state.graph.rels.values()].filter((r) => r._start === id || r._end === id);
+  showDetail(
+    el("h2", { id: "detail-title" }, caption(p.data)),
+    el("div", { class: "meta" }, p.data._labels.map((l) => el("span", { class: "chip", "data-label": l }, l))),
+    el("h3", {}, `Properties (${props.length})`),
+    table("node-properties", ["key", "value"], props.map(([k, v]) => el("tr", {},
+      el("td", {}, el("code", {}, k)), el("td", {}, typeof v === "string" && v.includes("\n") ? el("pre", {}, v) : cell(v))))),
+    el("h3", {}, `Relationships drawn (${rels.length})`),
+    rels.length ? el("ul", {}, rels.map((r) => el("li", {}, r._start === id
+      ? `-[:${r._type}]-> ${caption(state.graph.nodes.get(r._end).data)}`
+      : `<-[:${r._type}]- ${caption(state.graph.nodes.get(r._start).data)}`))) : null,
+    el("p", {}, el("button", { class: "secondary", type: "button", onclick: () => expandNode(id) }, "Expand neighbours")),
+    el("p", { class: "muted" }, `element id ${id}`),
+  );
+}
+
+async function expandNode(id) {
+  const graph = state.graph;
+  const got = await guarded(() => api(`/graph/neighbours?${new URLSearchParams({ id, limit: "25" })}`));
+  if (!got || state.graph !== graph) return;
+  const centre = graph.nodes.get(id);
+  const fresh = got.nodes.filter((n) => !graph.nodes.has(n._id)).slice(0, Math.max(0, GRAPH_MAX_NODES - graph.nodes.size));
+  fresh.forEach((n, i) => {
+    const a = (2 * Math.PI * i) / Math.max(1, fresh.length);
+    graph.nodes.set(n._id, { data: n, x: centre.x + 90 * Math.cos(a), y: centre.y + 90 * Math.sin(a) });
+  });
+  for (const r of got.relationships) graph.rels.set(relKey(r), r);
+  layout(graph, fresh.map((n) => n._id), 120);
+  fitView(graph);
+  renderGraph();
 }
 
 function showView(which) {
   $("cypher-table").classList.toggle("hidden", which !== "table");
-  $("cypher-graph").classList.toggle("hidden", which !== "graph");
+  $("cypher-graph-box").classList.toggle("hidden", which !== "graph");
+  $("cypher-plan").classList.toggle("hidden", which !== "plan");
+  if (which === "graph" && state.graph) renderGraph();
 }
 
-// -- the plot: best speedup over evaluations (line) and each passing candidate (dots) ----------------
+// -- plots: best speedup over evaluations --------------------------------------------------------------------
 
-function drawPlot() {
-  const canvas = $("run-plot");
+const DIRECTION_COLOURS = ["#cf222e", "#2da44e", "#8250df", "#bf8700", "#0a7ea4", "#e16f24", "#d63384", "#57606a"];
+
+// Axes, grid and the baseline at 1×; answers the scales for what is drawn on top.
+function plotFrame(canvas, n, values) {
   const ctx = canvas.getContext("2d");
   const W = canvas.width, H = canvas.height, L = 52, R = 16, T = 18, B = 36;
   ctx.clearRect(0, 0, W, H);
   ctx.fillStyle = "#fff";
   ctx.fillRect(0, 0, W, H);
-  const run = state.run || { points: [], best: [], budget: 0 };
-  const n = Math.max(run.budget, run.best.length, 1);
-  const values = [1, ...run.best, ...run.points].filter((v) => v !== null && v !== undefined);
-  const hi = Math.max(...values) * 1.1, lo = Math.min(0.8, Math.min(...values) * 0.95);
+  const vs = [1, ...values].filter((v) => v !== null && v !== undefined);
+  const hi = Math.max(...vs) * 1.1, lo = Math.min(0.8, Math.min(...vs) * 0.95);
   const x = (i) => L + ((W - L - R) * (i + 1)) / n;
   const y = (v) => T + (H - T - B) * (1 - (v - lo) / (hi - lo));
-
   ctx.strokeStyle = "#dfe3e8";
   ctx.fillStyle = "#667085";
   ctx.font = "11px system-ui, sans-serif";
@@ -643,14 +1137,53 @@ function drawPlot() {
   const step = Math.max(1, Math.ceil(n / 10));
   for (let i = 0; i < n; i += step) ctx.fillText(String(i + 1), x(i) - 3, H - B + 16);
   ctx.fillText("evaluations", W / 2 - 28, H - 6);
-
   ctx.setLineDash([4, 4]);
   ctx.strokeStyle = "#9a6700";
   ctx.beginPath(); ctx.moveTo(L, y(1)); ctx.lineTo(W - R, y(1)); ctx.stroke();
   ctx.setLineDash([]);
   ctx.fillStyle = "#9a6700";
   ctx.fillText("baseline", W - R - 48, y(1) - 4);
+  return { ctx, x, y, lo, W, L, R, T };
+}
 
+// A step line through [index, value] points (nulls skipped), and a legend entry per named series.
+function stepLine(f, points, colour, width) {
+  const { ctx, x, y } = f;
+  ctx.strokeStyle = colour;
+  ctx.lineWidth = width;
+  ctx.beginPath();
+  let last = null;
+  for (const [i, v] of points) {
+    if (v === null || v === undefined) continue;
+    if (last === null) ctx.moveTo(x(i), y(v)); else { ctx.lineTo(x(i), y(last)); ctx.lineTo(x(i), y(v)); }
+    last = v;
+  }
+  ctx.stroke();
+}
+
+function legend(f, entries) {
+  const { ctx, W, R, T } = f;
+  ctx.font = "11px system-ui, sans-serif";
+  entries.forEach(([name, colour], i) => {
+    const text = name.length > 28 ? `${name.slice(0, 27)}…` : name;
+    const yy = T + 4 + 14 * i, xx = W - R - 190;
+    ctx.fillStyle = colour; ctx.fillRect(xx, yy - 8, 10, 3);
+    ctx.fillStyle = "#344054"; ctx.fillText(text, xx + 14, yy - 3);
+  });
+}
+
+function drawSeries(canvas, series, n) {
+  const f = plotFrame(canvas, n, series.flatMap((s) => s.points.map((p) => p[1])));
+  for (const s of series) stepLine(f, s.points, s.colour, s.width);
+  legend(f, series.map((s) => [s.name, s.colour]));
+}
+
+function drawPlot() {
+  const canvas = $("run-plot");
+  const run = state.run || { points: [], best: [], dirs: new Map(), budget: 0 };
+  const n = Math.max(run.budget, run.best.length, 1);
+  const f = plotFrame(canvas, n, [...run.best, ...run.points]);
+  const { ctx, x, y, lo, L, T } = f;
   ctx.fillStyle = "rgba(31,111,235,.35)";
   run.points.forEach((v, i) => {
     if (v === null || v === undefined) return;
@@ -660,18 +1193,15 @@ function drawPlot() {
   run.points.forEach((v, i) => {
     if (v === null || v === undefined) ctx.fillRect(x(i) - 3, y(lo) - 6, 6, 6);
   });
-  ctx.strokeStyle = "#1f6feb";
-  ctx.lineWidth = 2.5;
-  ctx.beginPath();
-  let started = false;
-  run.best.forEach((v, i) => {
-    if (v === null || v === undefined) return;
-    if (!started) { ctx.moveTo(x(i), y(v)); started = true; } else { ctx.lineTo(x(i), y(run.best[i - 1] ?? v)); ctx.lineTo(x(i), y(v)); }
-  });
-  ctx.stroke();
+  // Each direction's own best so far (thin), then the run's best (thick, blue) over them.
+  const dirs = [...run.dirs.entries()];
+  dirs.forEach(([, points], i) => stepLine(f, points, DIRECTION_COLOURS[i % DIRECTION_COLOURS.length], 1.5));
+  stepLine(f, run.best.map((v, i) => [i, v]), "#1f6feb", 2.5);
+  if (dirs.length > 1) legend(f, dirs.map(([name], i) => [name, DIRECTION_COLOURS[i % DIRECTION_COLOURS.length]]));
+  canvas.dataset.directions = String(dirs.length);
   ctx.fillStyle = "#1d232b";
   ctx.font = "600 12px system-ui, sans-serif";
-  ctx.fillText("best speedup so far", L + 6, T + 2);
+  ctx.fillText(dirs.length > 1 ? "best speedup so far, overall (blue) and per direction" : "best speedup so far", L + 6, T + 2);
 }
 
 function niceStep(raw) {
@@ -696,6 +1226,17 @@ document.addEventListener("DOMContentLoaded", () => {
   $("cypher-form").addEventListener("submit", runCypher);
   $("view-table").addEventListener("click", () => showView("table"));
   $("view-graph").addEventListener("click", () => showView("graph"));
+  $("view-plan").addEventListener("click", () => showView("plan"));
+  $("cypher-explain").addEventListener("click", explainCypher);
+  $("cypher-history").addEventListener("change", (ev) => { if (ev.target.value) $("cypher-text").value = ev.target.value; });
+  $("export-csv").addEventListener("click", () => exportAnswer("csv"));
+  $("export-json").addEventListener("click", () => exportAnswer("json"));
+  $("compare-go").addEventListener("click", () => {
+    location.hash = `#/compare/${[...state.compare].map(encodeURIComponent).join(",")}`;
+  });
+  window.addEventListener("hashchange", route);
+  wireGraph();
+  showHistory();
   applyRole(null);
   drawPlot();
   loadHealth();

@@ -15,7 +15,7 @@ from core.settings import Settings
 from knowledge.store import GraphStore
 from service.api.cypher import QUERIES_DIR, load_saved_queries
 from service.bootstrap import Container
-from tests.integration.conftest import ANALYST, SEED_RUN, node_count
+from tests.integration.conftest import ANALYST, READER, SEED_RUN, node_count
 
 REQUIRED = {
     "run_lineage": {"run_id": SEED_RUN},
@@ -291,3 +291,52 @@ def test_malformed_saved_queries_name_the_problem(tmp_path, text: str, problem: 
     with pytest.raises(InvalidInput) as err:
         parse_saved_query(path)
     assert problem in str(err.value) and "bad.cypher" in str(err.value)
+
+
+def test_graph_edges_connect_the_nodes_an_answer_returned(client: TestClient) -> None:
+    # Only nodes come back; the page then asks for the relationships among them.
+    q = "MATCH (t:Thought {id: 't-lmul-gemv'}), (c:Commit {sha: $sha}), (i:Idea) RETURN t, c, i"
+    rows = client.post("/cypher", json={"query": q, "params": {"sha": "a1" * 20}}, headers=ANALYST).json()["rows"]
+    ids = list({row[k]["_id"] for row in rows for k in ("t", "c", "i")})
+    r = client.post("/graph/edges", json={"ids": ids}, headers=ANALYST)
+    assert r.status_code == 200, r.text
+    rels = r.json()["relationships"]
+    types = {x["_type"] for x in rels}
+    assert "EVIDENCED_BY" in types and "HAS_THOUGHT" in types
+    assert all(x["_start"] in ids and x["_end"] in ids and x["_id"] for x in rels)
+    # Bounded: at most `limit` relationships, marked truncated; at most 300 ids; an analyst's role.
+    r = client.post("/graph/edges", json={"ids": ids, "limit": 1}, headers=ANALYST)
+    assert len(r.json()["relationships"]) == 1 and r.json()["truncated"] is True
+    assert client.post("/graph/edges", json={"ids": ["x"] * 301}, headers=ANALYST).status_code == 422
+    assert client.post("/graph/edges", json={"ids": ids}, headers=READER).status_code == 403
+    # Expanding a node: its neighbours, bounded by `limit`.
+    t_id = rows[0]["t"]["_id"]
+    r = client.get("/graph/neighbours", params={"id": t_id, "limit": 2}, headers=ANALYST)
+    assert r.status_code == 200 and len(r.json()["relationships"]) == 2 and r.json()["truncated"] is True
+    assert t_id in {n["_id"] for n in r.json()["nodes"]}
+    assert client.get("/graph/neighbours", params={"id": "no-such"}, headers=ANALYST).status_code == 404
+
+
+def test_graph_schema_and_plan(client: TestClient) -> None:
+    r = client.get("/graph/schema", headers=ANALYST)
+    assert r.status_code == 200, r.text
+    s = r.json()
+    assert s["labels"]["Thought"] == 5 and "EVIDENCED_BY" in s["relationship_types"]
+    assert "title" in s["property_keys"] and not any(k.startswith("embedding") for k in s["property_keys"])
+    assert "Migration" not in s["labels"]
+    assert client.get("/graph/schema", headers=READER).status_code == 403
+    q = "MATCH (t:Thought)-[:EVIDENCED_BY]->(c:Commit) WHERE t.id = $id RETURN c.sha"
+    r = client.post("/cypher/plan", json={"query": q, "params": {"id": "t-lmul-gemv"}}, headers=ANALYST)
+    assert r.status_code == 200, r.text
+    ops, stack = [], [r.json()["plan"]]
+    while stack:
+        op = stack.pop()
+        ops.append(op["operator"])
+        stack.extend(op["children"])
+    assert ops[0] == "ProduceResults" and any("Expand" in o for o in ops)
+    # The same guard as /cypher: a write is refused, and nothing ran.
+    before = node_count(client.app.state.eok.container.store)
+    r = client.post("/cypher/plan", json={"query": "CREATE (n:Intruder) RETURN n"}, headers=ANALYST)
+    assert r.status_code == 403 and r.json()["error"]["code"] == "write_refused"
+    assert node_count(client.app.state.eok.container.store) == before
+    assert client.post("/cypher/plan", json={"query": q}, headers=READER).status_code == 403

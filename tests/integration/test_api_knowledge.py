@@ -6,7 +6,8 @@ import math
 
 from fastapi.testclient import TestClient
 
-from tests.integration.conftest import PAGED_EXPERIENCES, READER
+from core.settings import Settings
+from tests.integration.conftest import PAGED_EXPERIENCES, READER, SEED_RUN
 
 
 def test_health_is_public_and_reports_graph_and_index(client: TestClient) -> None:
@@ -144,3 +145,31 @@ def test_targets_and_tasks_come_from_the_evaluator(client: TestClient) -> None:
 def test_vocabulary_lists_filter_values(client: TestClient) -> None:
     v = client.get("/vocabulary", headers=READER).json()
     assert "rvv" in v["isas"] and "gemv" in v["operators"] and "compile_error" in v["statuses"]
+
+
+def test_run_artefacts_are_served_read_only_from_the_run_folder(client: TestClient, api_settings: Settings) -> None:
+    folder = api_settings.home / "runs" / SEED_RUN
+    (folder / "candidates").mkdir(parents=True, exist_ok=True)
+    (folder / "report.md").write_text("# run-seed-1\n")
+    (folder / "best.c").write_text("void sgemv_n(void) {}\n")
+    (folder / "candidates" / "002.c").write_text("/* step 2 */\n")
+    (api_settings.home / "secret.txt").write_text("not for you")
+    (folder / "run.json").symlink_to(api_settings.home / "secret.txt")  # planted: resolves outside the folder
+    r = client.get(f"/runs/{SEED_RUN}/artefacts", headers=READER)
+    assert r.status_code == 200, r.text
+    assert [a["name"] for a in r.json()["items"]] == ["report.md", "best.c"] and r.json()["candidates"] == 1
+    r = client.get(f"/runs/{SEED_RUN}/artefacts/report.md", headers=READER)
+    assert r.status_code == 200 and r.text == "# run-seed-1\n" and r.headers["content-type"].startswith("text/markdown")
+    assert client.get(f"/runs/{SEED_RUN}/artefacts/candidates/002.c", headers=READER).text == "/* step 2 */\n"
+    # Only the named files: no traversal, no symlink out, no unknown run, a key needed.
+    for name in ("../../secret.txt", "..%2F..%2Fsecret.txt", "candidates/../../secret.txt", "settings.toml"):
+        r = client.get(f"/runs/{SEED_RUN}/artefacts/{name}", headers=READER)
+        assert r.status_code in (403, 404) and "not for you" not in r.text, name
+    r = client.get(f"/runs/{SEED_RUN}/artefacts/run.json", headers=READER)
+    assert r.status_code == 404 and "not for you" not in r.text
+    assert client.get("/runs/no-such-run/artefacts/report.md", headers=READER).status_code == 404
+    assert client.get(f"/runs/{SEED_RUN}/artefacts/report.md").status_code == 401
+    # The run's parameters, for the page's panel.
+    body = client.get(f"/runs/{SEED_RUN}", headers=READER).json()
+    assert (body["seed"], body["generator"], body["directions"], body["budget"]) == (0, "offline", 1, 3)
+    assert body["runner"] is None and body["bootstrap_id"] is None  # the seeded run records neither

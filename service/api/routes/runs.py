@@ -3,19 +3,32 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
-from typing import Annotated
+from pathlib import Path as FilePath
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Query, Request
-from fastapi.responses import StreamingResponse
+from fastapi.responses import FileResponse, StreamingResponse
 
 from agent.types import ProgressEvent, RunRequest
+from core.errors import NotFound
 from knowledge.models import Run, RunStatus
 from service.api import views
 from service.api.cypher import to_json
-from service.api.deps import OperatorKey, ReaderKey, RunsDep, StoreDep
+from service.api.deps import OperatorKey, ReaderKey, RunsDep, StateDep, StoreDep
+from service.api.errors import Forbidden
 from service.api.run_manager import RunManager
-from service.api.schemas import CancelAccepted, ErrorResponse, RunAccepted, RunBest, RunDetail, RunList
+from service.api.schemas import (
+    Artefact,
+    ArtefactList,
+    CancelAccepted,
+    ErrorResponse,
+    RunAccepted,
+    RunBest,
+    RunDetail,
+    RunList,
+)
 
 router = APIRouter(tags=["runs"], responses={401: {"model": ErrorResponse}, 403: {"model": ErrorResponse}})
 RunId = Annotated[str, Path(min_length=1, max_length=200)]
@@ -130,6 +143,78 @@ async def _stream(runs: RunManager, run: Run, start: int, request: Request) -> A
         yield _sse(i, event)
 
 
+# What a run folder (agent/report.py write_artifacts) holds that the page links to; nothing else is served.
+ARTEFACTS = {
+    "report.md": "text/markdown; charset=utf-8",
+    "best.c": "text/plain; charset=utf-8",
+    "speedup.png": "image/png",
+    "run.json": "application/json",
+}
+_CANDIDATE = re.compile(r"candidates/[0-9]{3,6}\.c")
+ARTEFACT_MAX_BYTES = 8 * 2**20
+
+
+@router.get("/runs/{run_id}/artefacts", response_model=ArtefactList, responses=_NOT_FOUND)
+def list_artefacts(_: ReaderKey, runs: RunsDep, state: StateDep, run_id: RunId) -> ArtefactList:
+    """The files of the run's folder the page links to (report.md, best.c, speedup.png, run.json: those that
+    exist) and how many candidate files it keeps; an unknown run is 404."""
+    folder = _run_folder(state.settings.home, runs.get_run(run_id).id)
+    items = []
+    for name in ARTEFACTS:
+        path = folder / name
+        if path.is_file() and not path.is_symlink():
+            items.append(Artefact(name=name, bytes=path.stat().st_size, url=f"/runs/{run_id}/artefacts/{name}"))
+    candidates = folder / "candidates"
+    count = (
+        sum(1 for p in candidates.iterdir() if _CANDIDATE.fullmatch(f"candidates/{p.name}"))
+        if candidates.is_dir()
+        else 0
+    )
+    return ArtefactList(run_id=run_id, items=items, candidates=count)
+
+
+@router.get(
+    "/runs/{run_id}/artefacts/{name:path}",
+    response_class=FileResponse,
+    responses={**_NOT_FOUND, 200: {"description": "the file, with its media type"}},
+)
+def get_artefact(_: ReaderKey, runs: RunsDep, state: StateDep, run_id: RunId, name: str) -> FileResponse:
+    """One file of the run's folder, read-only: `name` is report.md, best.c, speedup.png, run.json or
+    candidates/NNN.c and nothing else (403 for any other name, so no path leaves the folder); at most 8 MiB."""
+    if name not in ARTEFACTS and not _CANDIDATE.fullmatch(name):
+        raise Forbidden(
+            f"{name!r} is not a run artefact this API serves",
+            "ask for report.md, best.c, speedup.png, run.json or candidates/NNN.c",
+        )
+    folder = _run_folder(state.settings.home, runs.get_run(run_id).id)
+    path = folder / name
+    # The names above cannot climb out; a symlink planted in the folder could: refuse anything that resolves
+    # outside the run's own folder.
+    if not path.is_file() or not path.resolve().is_relative_to(folder.resolve()):
+        raise NotFound(f"run {run_id!r} has no {name}", f"list what it has with GET /runs/{run_id}/artefacts")
+    if path.stat().st_size > ARTEFACT_MAX_BYTES:
+        raise Forbidden(f"{name} of run {run_id!r} is larger than 8 MiB", "read it on the server's disk")
+    media = ARTEFACTS.get(name, "text/plain; charset=utf-8")
+    return FileResponse(
+        path, media_type=media, headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "no-cache"}
+    )
+
+
+def _run_folder(home: FilePath, run_id: str) -> FilePath:
+    """settings.home/runs/RUN (agent/optimizer.py writes it); a run id with a path separator has none."""
+    if "/" in run_id or "\\" in run_id or run_id in (".", ".."):
+        raise NotFound(f"run {run_id!r} has no folder", "list runs with GET /runs")
+    return home / "runs" / run_id
+
+
+def _settings(run: Run) -> dict[str, Any]:
+    try:
+        out = json.loads(run.settings or "{}")
+    except ValueError:
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
 def _sse(index: int, event: ProgressEvent) -> str:
     data = json.dumps(event.model_dump(mode="json"), separators=(",", ":"))
     return f"id: {index}\nevent: {event.kind}\ndata: {data}\n\n"
@@ -141,6 +226,7 @@ def _accepted(run: Run) -> RunAccepted:
 
 def _detail(runs: RunManager, run: Run, with_outcome: bool) -> RunDetail:
     data = run.model_dump(mode="json", exclude={"settings", "llm_tokens", "lease_until"})
+    data["runner"] = _settings(run).get("runner")
     best, lineage, history = None, [], []
     if with_outcome:
         history = runs.history(run)

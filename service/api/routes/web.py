@@ -15,7 +15,7 @@ router = APIRouter(include_in_schema=False)
 PAGE_HEADERS = {
     "Cache-Control": "no-cache",
     "Content-Security-Policy": (
-        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; "
         "object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
     ),
     "X-Content-Type-Options": "nosniff",
