@@ -255,13 +255,15 @@ class Bootstrapper:
         if cancel.is_set() and not outcome.complete:
             interrupted = True
         self._set_status(boot.id, final)
+        # summary.json and the plot first: a listener acting on the terminal event finds them written.
+        written = self.outcome(boot.id, seconds=outcome.seconds)
         emit(
             tracker.event(
                 "interrupted" if interrupted or not outcome.complete else "finished",
                 message=f"resume with `eok bootstrap --resume {boot.id}`" if not outcome.complete else "",
             )
         )
-        return self.outcome(boot.id, seconds=outcome.seconds)
+        return written
 
     def _runs_at_once(self, runs: list[Run]) -> int:
         """Enough runs side by side to keep every slot of the executor busy (each run fills its directions)."""

@@ -31,8 +31,11 @@ def test_a_bootstrap_over_http(api_graph: Container) -> None:
             assert events[0]["event"] == "started" and events[-1]["event"] == "finished", events[-1]
             assert events[-1]["data"]["runs_done"] == events[-1]["data"]["runs_total"] == 2
             assert [int(e["id"]) for e in events] == list(range(len(events)))  # ids never restart
+            summary = api_graph.settings.home / "bootstraps" / accepted["id"] / "summary.json"
+            written = summary.read_text()
             detail = http.get(accepted["url"], headers=READER).json()
             again = http.post(f"{accepted['url']}/resume", headers=OPERATOR)
+            assert summary.read_text() == written  # reading a bootstrap leaves what its end wrote
     finally:
         server.should_exit = True
         thread.join(timeout=60)

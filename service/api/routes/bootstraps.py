@@ -189,7 +189,9 @@ def get_bootstraps(request: Request) -> BootstrapService:
 
 
 def _detail(svc: BootstrapService, bootstrap_id: str) -> BootstrapDetail:
-    out = svc.bootstrapper.outcome(bootstrap_id)
+    # A read: the summary.json and plot the bootstrap wrote when it ended stay as they are (writing them
+    # here redrew the plot on every GET and replaced the recorded seconds with 0).
+    out = svc.bootstrapper.outcome(bootstrap_id, write=False)
     b = out.bootstrap
     return BootstrapDetail(
         id=b.id,
