@@ -321,7 +321,7 @@ def limit_skip_expressions(query: str) -> bool:
 
 # How long a request waits for one of the analysts' slots before "busy": long enough for the slot of a cut
 # answer (its connection dropped, Neo4j ends the transaction within a moment) to come back.
-_SLOT_WAIT_S = 2.0
+SLOT_WAIT_S = 2.0
 _EXPLAIN_PREFIX = "EXPLAIN "
 _MODE_PREFIX = re.compile(r"^\s*(?:EXPLAIN|PROFILE)\b\s*", re.I)
 # Values nested deeper than this are refused: to_json and json.dumps recurse once per level.
@@ -382,7 +382,7 @@ class ReadOnlyCypher:
         params = dict(params or {})
         # A short wait: a flood of analyst requests must not hold the service's worker threads
         # (shared with every other route) while earlier queries still run in Neo4j.
-        if not self._slots.acquire(timeout=_SLOT_WAIT_S):
+        if not self._slots.acquire(timeout=SLOT_WAIT_S):
             raise Busy(
                 "the analysts' Cypher slots are all busy with earlier queries still running in Neo4j",
                 "retry in a few seconds; make long queries cheaper with a LIMIT or an indexed filter",
@@ -466,7 +466,7 @@ class ReadOnlyCypher:
         if not query:
             raise InvalidInput("the query is empty", "send a Cypher statement in the `query` field")
         params = dict(params or {})
-        if not self._slots.acquire(timeout=_SLOT_WAIT_S):
+        if not self._slots.acquire(timeout=SLOT_WAIT_S):
             raise Busy(
                 "the analysts' Cypher slots are all busy with earlier queries still running in Neo4j",
                 "retry in a few seconds",
