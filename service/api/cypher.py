@@ -319,9 +319,7 @@ def limit_skip_expressions(query: str) -> bool:
     return False
 
 
-# How long a request waits for one of the analysts' slots before "busy": long enough for the slot of a cut
-# answer (its connection dropped, Neo4j ends the transaction within a moment) to come back.
-SLOT_WAIT_S = 2.0
+SLOT_WAIT_S = 0.5  # how long a request waits for one of the analysts' slots before "busy"
 _EXPLAIN_PREFIX = "EXPLAIN "
 _MODE_PREFIX = re.compile(r"^\s*(?:EXPLAIN|PROFILE)\b\s*", re.I)
 # Values nested deeper than this are refused: to_json and json.dumps recurse once per level.
