@@ -374,27 +374,28 @@ class ReadOnlyCypher:
         self._verdict_lock = threading.Lock()
 
     def run(self, query: str, params: Mapping[str, Any] | None = None) -> QueryResult:
-        query = query.strip()
-        if not query:
-            raise InvalidInput("the query is empty", "send a Cypher statement in the `query` field")
-        params = dict(params or {})
-        # A short wait: a flood of analyst requests must not hold the service's worker threads
-        # (shared with every other route) while earlier queries still run in Neo4j.
-        if not self._slots.acquire(timeout=SLOT_WAIT_S):
-            raise Busy(
-                "the analysts' Cypher slots are all busy with earlier queries still running in Neo4j",
-                "retry in a few seconds; make long queries cheaper with a LIMIT or an indexed filter",
-            )
-        began = time.monotonic()
-        tag = uuid.uuid4().hex
-        abandoned = threading.Event()
-        try:
+        query, params = _checked_text(query), dict(params or {})
+        hint = "retry in a few seconds; make long queries cheaper with a LIMIT or an indexed filter"
+        with self._slot(hint) as (tag, abandoned):
+            began = time.monotonic()
             with self._translated():
                 self._check_plan(query, params, tag, abandoned)
                 columns, rows, truncated, size = self._execute(query, params, tag, abandoned)
             return QueryResult(
                 columns, rows, truncated, (time.monotonic() - began) * 1000, self.row_cap, self.byte_cap, size
             )
+
+    @contextmanager
+    def _slot(self, hint: str) -> Iterator[tuple[str, threading.Event]]:
+        """One of the analysts' slots for a query's (tag, abandoned flag); "busy" after a short wait."""
+        # A short wait: a flood of analyst requests must not hold the service's worker threads
+        # (shared with every other route) while earlier queries still run in Neo4j.
+        if not self._slots.acquire(timeout=SLOT_WAIT_S):
+            raise Busy("the analysts' Cypher slots are all busy with earlier queries still running in Neo4j", hint)
+        tag = uuid.uuid4().hex
+        abandoned = threading.Event()
+        try:
+            yield tag, abandoned
         finally:
             if abandoned.is_set():  # Neo4j may still be computing it: the slot frees when it is gone
                 threading.Thread(target=self._release_when_gone, args=(tag,), daemon=True).start()
@@ -460,29 +461,14 @@ class ReadOnlyCypher:
     def explain(self, query: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The operator tree Neo4j would run (`EXPLAIN`: nothing runs), after the same checks as `run`, in one
         of the same slots: a query `run` would refuse is refused here too (403, with the same reason)."""
-        query = query.strip()
-        if not query:
-            raise InvalidInput("the query is empty", "send a Cypher statement in the `query` field")
-        params = dict(params or {})
-        if not self._slots.acquire(timeout=SLOT_WAIT_S):
-            raise Busy(
-                "the analysts' Cypher slots are all busy with earlier queries still running in Neo4j",
-                "retry in a few seconds",
-            )
-        tag = uuid.uuid4().hex
-        abandoned = threading.Event()
-        try:
+        query, params = _checked_text(query), dict(params or {})
+        with self._slot("retry in a few seconds") as (tag, abandoned):
             with self._translated():
                 self._check_plan(query, params, tag, abandoned)  # the verdict is kept per text: after a run, cached
                 plan = self._explain(query, params, tag, abandoned)
             if plan is None:
                 raise WriteRefused("the query has no plan Neo4j would show", "send one MATCH ... RETURN statement")
             return plan_tree(plan)
-        finally:
-            if abandoned.is_set():
-                threading.Thread(target=self._release_when_gone, args=(tag,), daemon=True).start()
-            else:
-                self._slots.release()
 
     def _plan_verdict(
         self, query: str, params: dict[str, Any], tag: str, abandoned: threading.Event
@@ -652,6 +638,14 @@ def plan_tree(plan: Mapping[str, Any]) -> dict[str, Any]:
             stack.append((child, made))
             count += 1
     return root
+
+
+def _checked_text(query: str) -> str:
+    """The query without surrounding blanks; an empty one is the client's error."""
+    query = query.strip()
+    if not query:
+        raise InvalidInput("the query is empty", "send a Cypher statement in the `query` field")
+    return query
 
 
 def explain_text(query: str) -> str:
