@@ -1,4 +1,11 @@
-"""The one configuration object. EOK_* variables plus the standard NEO4J_* and OPENAI_* names."""
+"""The one configuration object. EOK_* variables plus the standard NEO4J_* and OPENAI_* names.
+
+Read from the environment and a `.env` file in the working directory (the environment wins; arguments given
+to `Settings(...)` win over both). Names are case-insensitive. Lists and mappings are given as JSON
+(EOK_TASK_DIRS='["/path"]'); EOK_LIBRARY also takes a ':'-separated list. The reader is our own, not
+pydantic-settings: importing that package cost every `eok` command ~60 ms (it loads asyncio and its cloud
+secret providers), a fifth of the CLI's answer-at-once budget (docs/CLI.md).
+"""
 
 from __future__ import annotations
 
@@ -6,19 +13,29 @@ import json
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, get_origin
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-
+ENV_PREFIX = "EOK_"
+ENV_FILE = ".env"
 
 API_ROLES = ("reader", "analyst", "operator")
+RAW = "raw"  # Annotated marker: a list/dict field whose variable is handed to its validator as text, not JSON
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="EOK_", env_file=".env", extra="ignore")
+class SettingsError(Exception):
+    """A variable that is not valid JSON for its list or mapping setting (not a ValueError: pydantic would fold
+    that into a ValidationError and lose which variable it was)."""
+
+    def __init__(self, field: str, variable: str, cause: Exception) -> None:
+        super().__init__(f"{variable} (setting {field}) is not valid JSON: {cause}")
+        self.field, self.variable, self.cause = field, variable, cause
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="ignore", validate_by_name=True, validate_by_alias=True, validate_default=True)
 
     # Where the project keeps its state (local Neo4j data, FAISS index, caches, run artefacts).
     home: Path = PROJECT_ROOT / "var"
@@ -66,7 +83,7 @@ class Settings(BaseSettings):
     eval_memory_mb: int = 1024
     # Built libraries (OpenBLAS, ggml, MLAS) timed as a third baseline where a task maps to one: each a
     # manifest eok-library.json or its folder; several separated by ':' (or a JSON list).
-    library: Annotated[list[Path], NoDecode] = []
+    library: Annotated[list[Path], RAW] = []
     ssh_board_is_emulator: bool = False  # a stand-in "board" running qemu: build for the emulator's ISA subset
     # Scale-out: a Ray cluster (host:port, auto, ray://host:port) that runs evaluations; unset = this process.
     ray_address: str | None = None
@@ -82,6 +99,23 @@ class Settings(BaseSettings):
     cypher_timeout_s: float = 10.0
     cypher_row_cap: int = 1000
     cypher_byte_cap: int = 4 * 1024 * 1024  # an answer's JSON stops before this many bytes
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_environment(cls, values: Any) -> Any:
+        """Each setting not given as an argument, from its variable (environment, then `.env`)."""
+        if not isinstance(values, dict):
+            return values
+        environment = _environment()
+        found: dict[str, Any] = {}
+        for name, field in cls.model_fields.items():
+            names = variable_names(name)
+            if name in values or any(n in values for n in names):
+                continue
+            variable = next((n for n in names if n.lower() in environment), None)
+            if variable is not None:
+                found[name] = _decoded(name, field.annotation, field.metadata, variable, environment[variable.lower()])
+        return {**found, **values}
 
     @field_validator("library", mode="before")
     @classmethod
@@ -126,3 +160,31 @@ class Settings(BaseSettings):
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     return Settings()
+
+
+def variable_names(field: str) -> tuple[str, ...]:
+    """The variables a setting is read from, in order: its aliases (NEO4J_URI, EOK_NEO4J_URI), else EOK_<NAME>."""
+    alias = Settings.model_fields[field].validation_alias
+    if isinstance(alias, AliasChoices):
+        return tuple(str(choice) for choice in alias.choices)
+    return (f"{ENV_PREFIX}{field.upper()}",)
+
+
+def _environment() -> dict[str, str]:
+    """Lower-cased names -> values: the `.env` file's entries under the process environment's."""
+    merged: dict[str, str] = {}
+    if Path(ENV_FILE).is_file():
+        from dotenv import dotenv_values  # only when there is a file: most runs have none
+
+        merged |= {k.lower(): v for k, v in dotenv_values(ENV_FILE).items() if v is not None}
+    return merged | {k.lower(): v for k, v in os.environ.items()}
+
+
+def _decoded(field: str, annotation: Any, metadata: list[Any], variable: str, text: str) -> Any:
+    """Lists and mappings from JSON (unless marked RAW); everything else as text for pydantic to convert."""
+    if RAW in metadata or get_origin(annotation) not in (list, dict):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise SettingsError(field, variable, e) from e

@@ -201,17 +201,14 @@ def _one_line(text: str) -> str:
 
 def load_settings() -> Any:
     """The settings, or one line naming the malformed EOK_* variable (pydantic raises a multi-line error)."""
-    from pydantic_settings import SettingsError
-
-    from core.settings import get_settings
+    from core.settings import SettingsError, get_settings
 
     try:
         return get_settings()
     except SettingsError as e:
-        field = str(e).split('"')[1] if '"' in str(e) else "a setting"
         raise InvalidInput(
-            f"EOK_{field.upper()} is malformed: {_cause(e)}",
-            f"give EOK_{field.upper()} as JSON, e.g. " + _EXAMPLES.get(field, "a JSON value"),
+            f"{e.variable} is malformed: {_one_line(str(e.cause))}",
+            f"give {e.variable} as JSON, e.g. " + _EXAMPLES.get(e.field, "a JSON value"),
         ) from None
     except ValidationError as e:
         err = e.errors()[0]
@@ -228,15 +225,10 @@ _EXAMPLES = {
 }
 
 
-def _cause(e: Exception) -> str:
-    cause = e.__cause__ or e.__context__
-    return _one_line(str(cause)) if cause else "not valid JSON"
-
-
 def _env_name(field: str) -> str:
-    aliases = {"neo4j_uri": "NEO4J_URI", "neo4j_user": "NEO4J_USER", "neo4j_password": "NEO4J_PASSWORD"}
-    aliases |= {"openai_base_url": "OPENAI_BASE_URL", "openai_api_key": "OPENAI_API_KEY"}
-    return aliases.get(field, f"EOK_{field.upper()}")
+    from core.settings import Settings, variable_names
+
+    return variable_names(field)[0] if field in Settings.model_fields else f"EOK_{field.upper()}"
 
 
 def check_home(home: Path) -> None:

@@ -17,37 +17,22 @@ tasks_app = typer.Typer(help="List and inspect kernel tasks (bundled suite + EOK
 app.add_typer(tasks_app, name="tasks")
 
 
-def _task_summary(task: Any) -> dict[str, Any]:
-    return {
-        "name": task.name,
-        "category": task.category.value,
-        "operator": task.operator.value,
-        "dtype": task.dtype,
-        "signature": task.signature,
-        "bench_size": task.bench_size,
-        "sizes": len(task.sizes),
-        "directory": str(task.directory),
-    }
-
-
 @tasks_app.command("list")
 def list_cmd(json_out: bool = JsonOpt) -> None:
     """Every task: name, category, operator, dtype and bench size; broken task directories with why."""
-    from evaluator.tasks import scan_tasks
+    from evaluator.tasks import scan_task_summaries
 
-    tasks, broken = scan_tasks(get_settings())
+    tasks, broken = scan_task_summaries(get_settings())
     if json_out:
-        print_json(
-            [_task_summary(t) for t in tasks] + [{"directory": str(d), "broken": reason} for d, reason in broken]
-        )
+        print_json(tasks + [{"directory": str(d), "broken": reason} for d, reason in broken])
         return
     table = Table(title=f"{len(tasks)} kernel tasks" + (f", {len(broken)} broken" if broken else ""))
     table.add_column("name", no_wrap=True)  # typed into `eok eval` / `eok optimize`
     for col in ("category", "operator", "dtype", "bench size"):
         table.add_column(col)
     for t in tasks:
-        bench = ", ".join(f"{k}={v}" for k, v in t.bench_size.items())
-        table.add_row(escape(t.name), t.category.value, t.operator.value, t.dtype, bench)
+        bench = ", ".join(f"{k}={v}" for k, v in t["bench_size"].items())
+        table.add_row(escape(t["name"]), t["category"], t["operator"], t["dtype"], bench)
     console.print(table)
     for directory, reason in broken:  # one bad task directory does not hide the others
         err_console.print(f"broken task {directory}: {reason}", highlight=False, markup=False)
@@ -58,13 +43,13 @@ def show(
     name: str = typer.Argument(..., help="Task name or path to a task directory."), json_out: bool = JsonOpt
 ) -> None:
     """One task in full: spec, sizes, arguments and the reference code."""
-    from evaluator.tasks import load_task
+    from evaluator.tasks import load_task, task_summary
 
     task = load_task(name, get_settings())
     if json_out:
         print_json(
             {
-                **_task_summary(task),
+                **task_summary(task),
                 "description": task.description,
                 "tolerance": task.tolerance.model_dump(),
                 "flops": task.flops,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,7 +14,16 @@ import pytest
 from core.errors import InvalidInput, NotFound
 from core.settings import PROJECT_ROOT, Settings
 from evaluator.targets import list_targets, load_target
-from evaluator.tasks import _eval_expr, list_tasks, load_task, parse_signature, scan_tasks
+from evaluator.tasks import (
+    SUMMARY_CACHE,
+    _eval_expr,
+    list_tasks,
+    load_task,
+    parse_signature,
+    scan_task_summaries,
+    scan_tasks,
+    task_summary,
+)
 
 GOOD = textwrap.dedent(
     """\
@@ -337,3 +347,38 @@ def test_task_files_with_any_bytes_are_named_and_listed_as_broken(tmp_path: Path
     assert "badtoml/task.toml: not UTF-8 text (byte 0xc3 at offset 19)" in reasons["badtoml"]
     with pytest.raises(InvalidInput, match="not UTF-8 text"):
         load_task(bad_ref)
+
+
+def test_task_summaries_are_cached_and_follow_every_edit(tmp_path: Path) -> None:
+    """`tasks list` reads summaries cached per directory; an edit, a broken file or a fixed one shows at once,
+    and the answer always equals a full scan's."""
+    mine = tmp_path / "mine"
+    task = make_task(mine)
+    settings = Settings(home=tmp_path / "home", task_dirs=[mine])
+
+    def full_scan() -> list[dict[str, object]]:
+        return [task_summary(t) for t in scan_tasks(settings)[0]]
+
+    first, broken = scan_task_summaries(settings)
+    assert first == full_scan() and not broken
+    cache = json.loads((tmp_path / "home" / "cache" / SUMMARY_CACHE).read_text())["dirs"]
+    assert str(task) not in cache and len(cache) == len(first) - 1  # just written: parsed again next time
+    for f in task.iterdir():
+        os.utime(f, (f.stat().st_mtime - 10, f.stat().st_mtime - 10))
+    assert scan_task_summaries(settings) == (first, [])
+    cache = json.loads((tmp_path / "home" / "cache" / SUMMARY_CACHE).read_text())["dirs"]
+    assert cache[str(task)]["summary"] == next(s for s in first if s["name"] == "mytask")
+    assert scan_task_summaries(settings) == (first, [])  # from the cache
+
+    (task / "task.toml").write_text(GOOD.replace("n = 100, bench = true", "n = 4096, bench = true"))
+    edited, _ = scan_task_summaries(settings)
+    assert next(s for s in edited if s["name"] == "mytask")["bench_size"] == {"n": 4096} and edited == full_scan()
+
+    (task / "reference.c").unlink()
+    listed, broken = scan_task_summaries(settings)
+    assert "mytask" not in [s["name"] for s in listed] and "reference.c: missing" in broken[0][1]
+    (task / "reference.c").write_text(REFERENCE)
+    assert scan_task_summaries(settings) == (edited, [])
+
+    (tmp_path / "home" / "cache" / SUMMARY_CACHE).write_text("{not json")  # a damaged cache is only slower
+    assert scan_task_summaries(settings) == (edited, [])
