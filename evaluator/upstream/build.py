@@ -1,13 +1,13 @@
 """Build a library people ship (OpenBLAS, ggml, ONNX Runtime's MLAS) for a target, with the project's clang-22.
 
-`build_library` copies the clone's working tree (tracked files as they are on disk, plus untracked files
-that are not ignored) into a cache folder and runs the library's own build there, cross-compiling for the
-target's ISA. The cache folder is keyed by the clone's HEAD commit, a hash of its uncommitted changes and
-the target: `$EOK_HOME/upstream/<library>/<commit>[-dirty<hash>]-<target>/`, holding `src/` (the tree
-built) and `eok-library.json` (the `BuiltLibrary` manifest). A clone is never written to. A second call for
-the same state answers from the manifest; a tree with other changes (an export's branch) is another key,
-so a rebuild never answers from the old build; when only source files changed, the clean build is copied
-and rebuilt incrementally (seed_tree). How each library is recognised and built lives in its own module
+`build_library` copies the clone's working tree (tracked files as they are on disk, plus untracked files that
+are not ignored) into a cache folder and runs the library's own build there, cross-compiling for the target's
+ISA. The cache folder is keyed by the clone's HEAD commit, a hash of its uncommitted changes, the target and
+the recipe (`recipe_key`): `$EOK_HOME/upstream/<library>/<commit>[-dirty<hash>]-<target>-b<recipe>/`, holding
+`src/` (the tree built) and `eok-library.json` (the `BuiltLibrary` manifest). A clone is never written to. A
+second call for the same state answers from the manifest; a tree with other changes (an export's branch) is
+another key, so a rebuild never answers from the old build; when only source files changed, the clean build is
+copied and rebuilt incrementally (seed_tree). How each library is recognised and built lives in its own module
 (openblas.py, ggml.py, mlas.py); this one does what they share. docs/UPSTREAM.md has the whole story.
 """
 
@@ -18,6 +18,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -115,7 +116,7 @@ def build_library(
     clone = _checked_clone(clone, recipe)
     recipe.precheck(clone, profile)
     commit, dirty = clone_state(clone)
-    folder = cache_folder(home, library, commit, dirty, profile.key)
+    folder = cache_folder(home, library, commit, dirty, profile.key, recipe_key(recipe, profile))
     with _locked(folder, progress):  # two processes asking for one build: the second waits, then reads the cache
         if (folder / MANIFEST_NAME).is_file():
             progress(f"{library}: cached build of {commit[:10]}{' (with changes)' if dirty else ''} in {folder}")
@@ -138,7 +139,7 @@ def _build(
     check_toolchain(recipe)
     src = folder / "src"
     state = f"{commit[:10]}{', with changes' if dirty else ''}"
-    seed = _seed(home, library, clone, commit, profile.key) if recipe.relocatable else None
+    seed = _seed(home, library, clone, commit, profile.key, recipe_key(recipe, profile)) if recipe.relocatable else None
     if seed:
         progress(f"{library}: comparing the tree of {clone} ({state}) with the build in {seed.name}")
     if seed and seed_tree(seed / "src", clone, src):
@@ -227,14 +228,31 @@ def clone_state(clone: Path) -> tuple[str, str | None]:
     return commit, h.hexdigest()[:12]
 
 
-def cache_folder(home: Path | None, library: str, commit: str, dirty: str | None, target: str) -> Path:
-    """Where a build of `library` at this commit (and these changes) for `target` lives."""
+def cache_folder(
+    home: Path | None, library: str, commit: str, dirty: str | None, target: str, recipe: str = ""
+) -> Path:
+    """Where a build of `library` at this commit (and these changes) for `target`, by this recipe, lives."""
     if home is None:
         from core.settings import get_settings
 
         home = get_settings().home
-    key = f"{commit}{f'-dirty{dirty}' if dirty else ''}-{target}"
+    key = f"{commit}{f'-dirty{dirty}' if dirty else ''}-{target}{f'-b{recipe}' if recipe else ''}"
     return Path(home) / "upstream" / library / key
+
+
+def recipe_key(recipe: Recipe, target: TargetProfile) -> str:
+    """What else shapes a build besides the tree: the recipe's code and this module's (flags, steps), the
+    target's ISA flags and the compiler installed (its path, size and time). A changed recipe or an
+    upgraded clang-22 is a new cache folder, never an answer from a build it would not make today."""
+    h = hashlib.sha256()
+    for path in (Path(sys.modules[type(recipe).__module__].__file__ or ""), Path(__file__)):
+        h.update(path.read_bytes() if path.is_file() else b"<absent>")
+    h.update(" ".join([*target.isa_flags("emulator"), "|", *target.isa_flags("board")]).encode())
+    compiler = shutil.which(CLANG)
+    if compiler:
+        st = Path(compiler).resolve().stat()
+        h.update(f"{compiler}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:8]
 
 
 def copy_tree(clone: Path, dest: Path) -> None:
@@ -261,12 +279,12 @@ def copy_tree(clone: Path, dest: Path) -> None:
 SOURCE_SUFFIXES = (".c", ".S", ".s", ".cpp", ".cc")
 
 
-def _seed(home: Path | None, library: str, clone: Path, commit: str, target: str) -> Path | None:
+def _seed(home: Path | None, library: str, clone: Path, commit: str, target: str, recipe: str) -> Path | None:
     """A finished clean build of this commit or of its parent (an export's branch commits on top of the
     commit built first), to copy and rebuild incrementally; None when there is none."""
     parent = (_git(clone, "rev-parse", "--verify", "-q", f"{commit}^") or "").strip()
     for base in filter(None, (commit, parent)):
-        folder = cache_folder(home, library, base, None, target)
+        folder = cache_folder(home, library, base, None, target, recipe)
         if (folder / MANIFEST_NAME).is_file() and (folder / "files.list").is_file():
             return folder
     return None

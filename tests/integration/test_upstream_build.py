@@ -18,7 +18,8 @@ import pytest
 
 from core.errors import InvalidInput
 from core.settings import get_settings
-from evaluator.upstream.build import LibraryBuildError, build_library
+from evaluator.targets import load_target
+from evaluator.upstream.build import LibraryBuildError, build_library, recipe_for, recipe_key
 from evaluator.upstream.built import MANIFEST_NAME, BuiltLibrary, read_manifest
 from evaluator.upstream.library_tests import run_library_benchmark, run_library_tests
 from service.cli import _register
@@ -74,7 +75,8 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def test_openblas_is_built_by_its_own_make_for_the_target(openblas, home: Path) -> None:
     clone, built, lines = openblas
     assert built.library == "openblas" and built.commit == _head(clone) and built.target == "k1-x60"
-    folder = home / "upstream" / "openblas" / f"{built.commit}-k1-x60"
+    key = recipe_key(recipe_for("openblas"), load_target("k1-x60"))
+    folder = home / "upstream" / "openblas" / f"{built.commit}-k1-x60-b{key}"
     assert read_manifest(folder) == built and (folder / MANIFEST_NAME).is_file()
     (archive,) = built.archives
     assert Path(archive).name == "libopenblas_riscv64_zvl256b-r0.0.1.a"  # LIBNAME from its Makefile.system
