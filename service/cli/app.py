@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import sys
 import threading
@@ -96,6 +97,10 @@ def run_cli(argv: list[str] | None = None) -> int:
     every other error instead of a boxed panel."""
     global _json_mode
     _json_mode = "--json" in (sys.argv[1:] if argv is None else argv)
+    # The driver retries a transient error itself (a deadlock between the graph writer and the run's own
+    # writes on a busy node) and logs each retry as a multi-line warning on the user's screen; one that
+    # still fails after its retries raises, and is reported like any other error.
+    logging.getLogger("neo4j.session").setLevel(logging.ERROR)
     try:
         code = app(args=argv, prog_name="eok", standalone_mode=False)
         return code if isinstance(code, int) else 0

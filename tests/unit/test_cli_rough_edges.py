@@ -157,3 +157,15 @@ def test_setup_shows_pip_progress_with_the_time_and_honest_figures() -> None:
     assert shown[:2] == ["  [0:00] Collecting torch", "  [0:00] Downloading torch-2.5.1.whl (200.1 MB)"]
     # the elapsed time after a 1.1 s pause: 1 s, or 2 under load (the clock, not the format, is what varies)
     assert re.fullmatch(r"  \[0:0[12]\] Successfully installed torch", shown[2]) and len(shown) == 3
+
+
+def test_the_drivers_retry_warnings_stay_off_the_screen(caplog: pytest.LogCaptureFixture) -> None:
+    """A deadlock the driver retries by itself printed a 6-line warning in the middle of `eok up`'s table."""
+    import logging
+
+    _register()
+    assert run_cli(["--help"]) == 0
+    with caplog.at_level(logging.DEBUG):  # the root's level: only the driver's own logger can drop the retry
+        logging.getLogger("neo4j.session").warning("Transaction failed and will be retried in %ss", 0.9)
+        logging.getLogger("neo4j.session").error("a failure after the retries is still shown")
+    assert [r.getMessage() for r in caplog.records] == ["a failure after the retries is still shown"]
