@@ -506,8 +506,9 @@ def test_a_dram_copy_exposes_part_of_its_core_time_and_other_streams_do_not() ->
     rows[3, [2, 4]] = [2 * mib, mib]  # in place
     dram = dram_cycles(x60, rows)
     # memcpy at 1 MiB on a BPI-F3: rvv_m1 (a vsetvli per strip, 8x the loads and stores) 535,594 cycles, rvv_m8
-    # 486,736: the same lines moved, 1.10x apart; the model's core cycles for the two loops, both below DRAM time
-    core_m1, core_m8 = 0.22 * dram[0], 0.14 * dram[0]
+    # 486,736: the same lines moved, 1.10x apart. The model's core cycles for the two loops there are about half
+    # and a third of the copy's DRAM time
+    core_m1, core_m8 = 0.5 * dram[0], 0.3 * dram[0]
 
     def cycles(core: float, row: int) -> float:
         c = np.full(4, core)
@@ -517,7 +518,7 @@ def test_a_dram_copy_exposes_part_of_its_core_time_and_other_streams_do_not() ->
     assert m1 > m8 > dram[0]  # published direction: rvv_m1 slower, both slower than the stream alone
     assert m1 - m8 == pytest.approx(x60.dram_copy_exposed * (core_m1 - core_m8))
     for row in (1, 2, 3):  # only writing (memset), only reading, in place: the roofline, core hidden
-        assert cycles(core_m1, row) == cycles(core_m8, row) == dram[row]
+        assert cycles(0.5 * dram[row], row) == cycles(0.3 * dram[row], row) == dram[row]
     # never falls when the work grows: more core time, or more DRAM time, adds
     grow = exposed_copy_cycles(x60, np.full(4, 2 * core_m1), dram, rows)[0]
     assert grow >= exposed_copy_cycles(x60, np.full(4, core_m1), dram, rows)[0] > 0
