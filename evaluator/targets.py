@@ -47,6 +47,10 @@ class CostData(BaseModel):
     dram_gbps: float  # DRAM bandwidth one core sustains, GB/s (read streams, and streams that read and write)
     dram_write_gbps: float | None = None  # a stream that only writes (None: dram_gbps)
     dram_rmw_gbps: float | None = None  # lines read and written back in place, both ways counted (None: dram_gbps)
+    # Share of the smaller of a unit's core time and its DRAM time that does not overlap the other when the unit
+    # copies (reads and writes DRAM, not in place): cycles = max(core, ...) + this x min(core, DRAM copy time).
+    # 0: a pure roofline. docs/COSTMODEL.md "DRAM copies: core time overlaps only partly".
+    dram_copy_exposed: float = 0.0
     peak_flops_per_cycle: float  # f32, one core: the roofline's compute ceiling
     scalar_scale: float = 1.0  # multiplies X60 scalar-stream cycles
     vector_scale: float = 1.0  # multiplies X60 vector-stream cycles

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from evaluator.targets import VectorOverride  # target data; the model only reads it
 
 MCA = "llvm-mca-22"
-MODEL_VERSION = 6  # bump when the costing method changes, so cached costs are not reused
+MODEL_VERSION = 7  # bump when the costing method changes, so cached costs are not reused
 STEADY_ITERATIONS = 8  # (T(body x2) - T(body)) / N is exact from N=2 on for X60 loops: docs/COSTMODEL.md
 UNSUPPORTED_COST = 1.0  # cycles charged per instruction llvm-mca cannot model
 # llvm-mca gives linking jumps (calls) 100 cycles of latency by default; the callee's own instructions are

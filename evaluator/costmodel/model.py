@@ -5,7 +5,8 @@ memory plugin, every data access into a simulated cache of the target. The TBs b
 `eok_region_begin()` and `eok_region_end()` are grouped into dynamic loops (priced as steady-state cycles
 per iteration) and the remaining TBs (priced as the cycles each adds after its dynamic predecessor); every
 such unit is simulated by llvm-mca-22 with LLVM's `spacemit-x60` scheduling model (mca.py), and then costs
-max(core cycles, L2 traffic / L2 bandwidth, DRAM traffic / DRAM bandwidth): a roofline per unit.
+max(core cycles, L2 traffic / L2 bandwidth, DRAM traffic / DRAM bandwidth): a roofline per unit, plus, for
+a unit that copies through DRAM, the target's exposed share of the smaller of its core and DRAM times.
 docs/COSTMODEL.md gives the method, limits and accuracy.
 """
 
@@ -136,6 +137,7 @@ class Machine:
     issue: int = 2  # instructions issued per cycle at most (every unit costs at least its count / issue)
     overrides: tuple[VectorOverride, ...] = ()  # measured instruction classes replacing LLVM's price
     scattered_store: ScatteredStore | None = None  # a strided/indexed store's wait beyond L1 (fitted)
+    dram_copy_exposed: float = 0.0  # share of min(core, DRAM copy time) a copying unit does not overlap (fitted)
 
     def pricing(self) -> Pricing:
         return Pricing(self.scalar_scale, self.vector_scale, self.ooo_issue, self.issue, self.overrides)
@@ -185,6 +187,7 @@ def machine_for(target: TargetProfile) -> Machine:
         ScatteredStore(c.scattered_store_l2_cycles, c.scattered_store_dram_cycles)
         if c.scattered_store_dram_cycles or c.scattered_store_l2_cycles
         else None,
+        c.dram_copy_exposed,
     )
 
 
@@ -272,6 +275,8 @@ def model_kernel_breakdown(
     levels = np.stack([core, l2_cycles(target, traffic), dram_cycles(target, traffic)], axis=1)
     levels = levels.reshape(len(units), 3)
     per_unit = levels.max(axis=1) if len(units) else np.zeros(0)
+    # A copy through DRAM overlaps the core's work only partly: the exposed share of the smaller time adds.
+    per_unit = per_unit + exposed_copy_cycles(target, core, levels[:, 2], traffic)
     which = levels.argmax(axis=1) if len(units) else np.zeros(0, dtype=np.int64)
     by_bound = {b: float((w * per_unit)[which == i].sum()) for i, b in enumerate(BOUNDS)}
     is_loop = np.array([u.kind == "loop" for u in units], dtype=bool)
@@ -317,6 +322,29 @@ def level_cycles(bandwidth: Bandwidth, moved: np.ndarray, written: np.ndarray, a
     rest = np.maximum((moved - 2 * in_place) / bandwidth.mixed, (read - in_place) / bandwidth.read)
     mixed = rest + 2 * in_place / bandwidth.in_place
     return np.where(read < 0.05 * written, written / bandwidth.write, mixed)
+
+
+def copy_share(bandwidth: Bandwidth, moved: np.ndarray, written: np.ndarray, allocated: np.ndarray) -> np.ndarray:
+    """The share of each unit's time at one memory level (level_cycles) that copies: what it moves at the
+    mixed figure, when it both reads and writes (each at least 5 % of the other), out of its whole time at
+    that level. 0 for a unit that only writes, only reads, or moves nothing; lines read and written back in
+    place are not a copy's."""
+    read = moved - written
+    in_place = np.clip(np.minimum(read, written - allocated), 0.0, None)
+    rest = np.maximum((moved - 2 * in_place) / bandwidth.mixed, (read - in_place) / bandwidth.read)
+    total = rest + 2 * in_place / bandwidth.in_place
+    both = (read >= 0.05 * written) & (written >= 0.05 * read) & (total > 0)
+    return np.where(both, np.divide(rest, total, out=np.zeros(len(moved)), where=total > 0), 0.0)
+
+
+def exposed_copy_cycles(target: Machine, core: np.ndarray, dram: np.ndarray, traffic: np.ndarray) -> np.ndarray:
+    """What a unit that copies through DRAM adds to its roofline: the target's exposed share of the smaller
+    of its core and DRAM times, weighted by the copy's share of its DRAM time (docs/COSTMODEL.md "DRAM copies:
+    core time overlaps only partly"). Never negative, and it never falls when either time grows."""
+    if not target.dram_copy_exposed or not len(traffic):
+        return np.zeros(len(traffic))
+    share = copy_share(target.dram, traffic[:, 2], traffic[:, 4], traffic[:, 5])
+    return target.dram_copy_exposed * share * np.minimum(core, dram)
 
 
 def scattered_store_cycles(target: Machine, traffic: np.ndarray) -> np.ndarray:
