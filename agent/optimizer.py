@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 import random
 import threading
 import time
@@ -21,6 +22,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from agent.context import AgentContext, Direction, PriorExperience, ThoughtCard, gather
 from agent.generation import (
@@ -42,7 +45,7 @@ from agent.transfer import Transfer, adapt
 from agent.types import ProgressEvent, RunOutcome, RunRequest
 from core.errors import InvalidInput, NotFound, Unavailable
 from evaluator.evaluate import Candidate, EvalResult, Evaluator
-from evaluator.executor import EvalExecutor, EvalJob, InProcessExecutor
+from evaluator.executor import EvalExecutor, EvalJob, InProcessExecutor, SummarySpec
 from evaluator.targets import TargetProfile, load_target
 from evaluator.tasks import KernelTask, load_task
 from evaluator.toolchain import baseline_note
@@ -441,7 +444,7 @@ class Optimizer:
             state.tried.add(gen.key)
             state.idle_steps = 0
             state.llm_repeats = 0
-        result = self._evaluate(state, gen) if not gen.error else None
+        result = self._evaluate(state, gen, None if seed else card) if not gen.error else None
         # A seed re-measures earlier experience: it is no trial of the sampled thought, so it credits none.
         self._record(state, d, None if seed else card, parent, gen, result, step, emit)
 
@@ -480,11 +483,23 @@ class Optimizer:
         state.llm_tokens += gen.llm_tokens
         self.recorder.add_llm_usage(state.run.id, gen.llm_calls, gen.llm_tokens)
 
-    def _evaluate(self, state: RunState, gen: Generated) -> EvalResult:
-        job = EvalJob(state.task, state.target, state.runner, Candidate(code=gen.code, cflags=gen.cflags))
+    def _evaluate(self, state: RunState, gen: Generated, card: ThoughtCard | None) -> EvalResult:
+        job = EvalJob(
+            state.task,
+            state.target,
+            state.runner,
+            Candidate(code=gen.code, cflags=gen.cflags),
+            summary=self._summary_spec(state, card, gen),
+        )
         return self.executor.submit(job).result()
 
-    def _gate(self, state: RunState, gen: Generated, result: EvalResult | None, parent: Parent) -> EvalResult | None:
+    def _summary_spec(self, state: RunState, card: ThoughtCard | None, gen: Generated) -> SummarySpec:
+        """The experience's summary but its verdict, for the worker to finish and embed (docs/SCALE.md)."""
+        return _summary_spec(card, gen, state.task.name, self.recorder.embedder.model_name)
+
+    def _gate(
+        self, state: RunState, card: ThoughtCard | None, gen: Generated, result: EvalResult | None, parent: Parent
+    ) -> EvalResult | None:
         """Held-out sizes and seeds before a result may count as a success or become the run's best.
 
         Only results that would count are re-verified (correctness only), so the gate costs little; one
@@ -496,11 +511,14 @@ class Optimizer:
         if not counts:
             return result
         cand = Candidate(code=gen.code, cflags=gen.cflags, label="gate")
-        job = EvalJob(task=state.task, target=state.target, runner=state.runner, candidate=cand, kind="gate")
+        spec = self._summary_spec(state, card, gen)  # a failed gate's worker embeds the summary it gives
+        job = EvalJob(state.task, state.target, state.runner, cand, kind="gate", summary=spec)
         gate = self.executor.submit(job).result()  # where evaluations run: a board may be on a worker
         if gate.ok:
             return result
-        return result.model_copy(update={"status": gate.status, "speedup": None, "feedback": gate.feedback})
+        update = {"status": gate.status, "speedup": None, "feedback": gate.feedback}
+        update |= {"summary": gate.summary, "summary_vector": gate.summary_vector, "summary_model": gate.summary_model}
+        return result.model_copy(update=update)
 
     def _record(
         self,
@@ -513,7 +531,7 @@ class Optimizer:
         step: int,
         emit: EventSink,
     ) -> None:
-        result = self._gate(state, gen, result, parent)
+        result = self._gate(state, card, gen, result, parent)
         status = ExperienceStatus(result.status.value) if result else ExperienceStatus.GENERATION_ERROR
         speedup = result.speedup if result and result.ok else None
         success = is_success(status == ExperienceStatus.OK, speedup, parent.speedup)
@@ -544,8 +562,11 @@ class Optimizer:
             measurement=(result.measurement if result and result.measurement else "none"),
             feedback=(result.feedback if result else gen.error or "")[:4000],
             generator=getattr(self._generator_for(state.run), "label", self._generator_for(state.run).name),
-            summary=_summary(card, gen, status, speedup, state.task.name),
+            summary=_summary_spec(card, gen, state.task.name, self.recorder.embedder.model_name).text(
+                status.value, speedup
+            ),
         )
+        vector = _worker_vector(result, exp, self.recorder.embedder.model_name)
         with state.lock:
             if speedup and exp.competent_speedup:
                 state.competent_ratio = exp.competent_speedup / speedup
@@ -553,7 +574,9 @@ class Optimizer:
             if state.graph_gone:  # each attempt would wait out the driver's retry budget for nothing
                 raise state.graph_gone
             try:
-                self.recorder.record(exp, success, parent.speedup, improves, gen.llm_calls, gen.llm_tokens)
+                self.recorder.record(
+                    exp, success, parent.speedup, improves, gen.llm_calls, gen.llm_tokens, vector=vector
+                )
                 if gen.transfer is not None:  # the edge needs both experiences written: a seed is rare
                     self.recorder.flush(state.run.id)
                     self.recorder.record_transfer(gen.transfer, exp)
@@ -630,12 +653,23 @@ def _stagnant(history: list[float | None], patience: int) -> bool:
     return history[-1] == history[-1 - patience]
 
 
-def _summary(
-    card: ThoughtCard | None, gen: Generated, status: ExperienceStatus, speedup: float | None, task: str
-) -> str:
-    result = f"{speedup:.2f}x" if speedup else status.value
+def _summary_spec(card: ThoughtCard | None, gen: Generated, task: str, model: str) -> SummarySpec:
+    """The experience's summary, "<task>: <what> -> <speedup or status>. <description>", but its verdict."""
     what = f"{card.technique.value} ({card.title})" if card else "transfer of earlier experience"
-    return f"{task}: {what} -> {result}. {gen.description}"[:500]
+    return SummarySpec(head=f"{task}: {what} -> ", tail=f". {gen.description}", model=model)
+
+
+def _worker_vector(result: EvalResult | None, exp: Experience, model: str) -> np.ndarray | None:
+    """The summary's embedding the worker sent with the result, when it is this experience's: embedded with
+    the recorder's model, from this very summary, and a unit vector. Anything else (an old worker, a
+    local evaluation, a mismatch): None, and the recorder embeds the summary itself."""
+    if result is None or result.summary_vector is None or result.summary_model != model:
+        return None
+    if result.summary != exp.summary or (exp.embedding_text() or exp.id) != result.summary.strip():
+        return None
+    vector = np.asarray(result.summary_vector, dtype=np.float32)
+    norm = float(np.linalg.norm(vector)) if vector.ndim == 1 and vector.size else 0.0
+    return vector if math.isclose(norm, 1.0, abs_tol=1e-3) else None
 
 
 def _parent_of(exp: Experience) -> Parent:

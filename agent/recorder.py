@@ -30,7 +30,7 @@ import numpy as np
 
 from agent.transfer import Transfer, target_weight, task_weight
 from core.errors import Unavailable
-from knowledge.embeddings import Embedder
+from knowledge.embeddings import Embedder, text_hash
 from knowledge.models import Experience, Run
 from knowledge.store import GraphStore, embedding_properties
 
@@ -114,6 +114,9 @@ class Record:
     llm_calls: int = 0
     llm_tokens: int = 0
     queued_at: float = field(default_factory=time.monotonic, compare=False)
+    # The summary's embedding when it came with the result (computed where the evaluation ran, with this
+    # recorder's model, of this experience's embedding text): then nobody here calls the model for it.
+    vector: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     def effect(self) -> dict[str, float | int]:
         """This experience's contribution to EFFECT_ON (its meaning: knowledge.models.effect_summary)."""
@@ -146,9 +149,11 @@ class Recorder:
         improves_run: bool,
         llm_calls: int = 0,
         llm_tokens: int = 0,
+        vector: np.ndarray | None = None,
     ) -> None:
-        """Store the experience and update statistics atomically (nothing, if it was recorded before)."""
-        self.record_batch([Record(exp, success, parent_speedup, improves_run, llm_calls, llm_tokens)])
+        """Store the experience and update statistics atomically (nothing, if it was recorded before).
+        `vector`: the summary's embedding, when the worker computed it (else the model is called here)."""
+        self.record_batch([Record(exp, success, parent_speedup, improves_run, llm_calls, llm_tokens, vector=vector)])
 
     def flush(self, run_id: str | None = None, timeout: float | None = None) -> bool:
         """Nothing waits here: every record is written before `record` returns."""
@@ -231,12 +236,13 @@ class _Queued:
     record: Record
     props: dict[str, Any] | None = None
     error: Exception | None = None  # the embedding failed: the record is lost with the others of its call
-    ready: bool = False
+    ready: bool = False  # embedded (or failed): from queueing on when the record came with its vector
 
 
 class BatchRecorder(Recorder):
     """Records queued by any thread (the directions of every run of this process), embedded by up to
-    `embedders` embedding threads (one model call per EMBED_TEXTS) and written by one writer thread in one
+    `embedders` embedding threads (one model call per EMBED_TEXTS; a record that came with its vector from
+    the worker that evaluated it is ready as queued) and written by one writer thread in one
     transaction per batch of embedded records: when BATCH_RECORDS are ready, when the oldest has waited
     BATCH_WAIT_S, or when someone flushes. The writer takes records in the order they were queued (a run's
     best is its batch's last improvement), and never calls the model.
@@ -278,15 +284,23 @@ class BatchRecorder(Recorder):
         improves_run: bool,
         llm_calls: int = 0,
         llm_tokens: int = 0,
+        vector: np.ndarray | None = None,
     ) -> None:
-        """Queue the experience and return: an embedding thread embeds it, the writer stores it with the
-        others of its batch."""
-        rec = Record(exp, success, parent_speedup, improves_run, llm_calls, llm_tokens)
+        """Queue the experience and return: an embedding thread embeds it (unless it comes with its
+        `vector`), the writer stores it with the others of its batch."""
+        rec = Record(exp, success, parent_speedup, improves_run, llm_calls, llm_tokens, vector=vector)
+        queued = _Queued(rec)
+        if vector is not None:  # no model call: its properties are ready now
+            ((_, queued.props),) = _embedded(self.embedder, [rec])
+            queued.ready = True
         with self._cond:
             self._raise_lost(exp.run_id)
-            self._queue.append(_Queued(rec))
+            self._queue.append(queued)
             self._queued += 1
-            if self._embedding < self.embedders:
+            if queued.ready:
+                self._advance()
+                self._cond.notify_all()
+            if self._claimed < len(self._queue) and self._embedding < self.embedders:
                 self._embedding += 1
                 threading.Thread(target=self._embed_loop, name="eok-recorder-embed", daemon=True).start()
             if self._writer is None:
@@ -320,8 +334,9 @@ class BatchRecorder(Recorder):
                 if self._claimed >= len(self._queue):
                     self._embedding -= 1
                     return
-                claim = self._queue[self._claimed : self._claimed + EMBED_TEXTS]
-                self._claimed += len(claim)
+                window = self._queue[self._claimed : self._claimed + EMBED_TEXTS]
+                self._claimed += len(window)
+            claim = [q for q in window if not q.ready]  # some came with their vectors
             try:
                 props = [p for _, p in _embedded(self.embedder, [q.record for q in claim])]
             except Exception as e:  # the model failed: these records are lost, their runs hear of it
@@ -332,9 +347,17 @@ class BatchRecorder(Recorder):
             with self._cond:
                 for q, p in zip(claim, props, strict=True):
                     q.props, q.error, q.ready = p, error, True
-                while self._ready < len(self._queue) and self._queue[self._ready].ready:
-                    self._ready += 1
+                self._advance()
                 self._cond.notify_all()
+
+    def _advance(self) -> None:
+        """(Holding the condition.) Move the claim and ready marks over records that are ready: the next
+        embedding thread starts at the first record that still needs the model, the writer may take every
+        ready record up to the first that does not."""
+        while self._claimed < len(self._queue) and self._queue[self._claimed].ready:
+            self._claimed += 1
+        while self._ready < len(self._queue) and self._queue[self._ready].ready:
+            self._ready += 1
 
     def _write_loop(self) -> None:
         while True:
@@ -380,13 +403,15 @@ class BatchRecorder(Recorder):
 
 
 def _embedded(embedder: Embedder, records: Sequence[Record]) -> list[tuple[Record, dict[str, Any]]]:
-    """Each record with its experience's properties and its summary's embedding: one model call for all."""
+    """Each record with its experience's properties and its summary's embedding: the vector it came with,
+    else from one model call for all those without one."""
     texts = [r.experience.embedding_text() or r.experience.id for r in records]
-    vectors = embedder.embed(texts)  # one batched encode (cached by text hash)
-    hashes = embedder.hashes(texts)
+    todo = [t for r, t in zip(records, texts, strict=True) if r.vector is None]
+    fresh = iter(embedder.embed(todo) if todo else ())  # one batched encode (cached by text hash)
+    model = embedder.model_name
     return [
-        (r, {**r.experience.properties(), **_embedding(v, h, embedder.model_name)})
-        for r, v, h in zip(records, vectors, hashes, strict=True)
+        (r, {**r.experience.properties(), **_embedding(r.vector if r.vector is not None else next(fresh), h, model)})
+        for r, h in zip(records, (text_hash(model, t) for t in texts), strict=True)
     ]
 
 

@@ -14,6 +14,7 @@ advertises or dials another interface; any other address is left to Ray.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -29,6 +30,7 @@ from evaluator.executor import EvalJob, run_job
 from evaluator.runners import RUNNER_NAMES
 from evaluator.targets import TargetProfile
 
+log = logging.getLogger(__name__)
 BOARDS_ENV = "EOK_BOARDS"  # on a worker node: {"k1-x60": "[user@]host[:port]", ...}
 NAMESPACE = "eok"
 RESOURCES_TTL_S = 5.0  # how long a read of the cluster's resources is trusted (nodes come and go slowly)
@@ -105,6 +107,7 @@ def ray_connect(address: str) -> None:
 
 
 _WORKER_EVALUATORS: dict[str, Evaluator] = {}
+_WORKER_EMBEDDERS: dict[str, Any] = {}  # model -> this worker's Embedder (None: the model is not usable here)
 _WORKER_LOCK = threading.Lock()
 
 
@@ -120,14 +123,32 @@ def _worker_settings(target_key: str, runner: str) -> Settings:
     return settings.model_copy(update={"ssh_host": board.host, "ssh_port": board.port, "ssh_user": board.user})
 
 
+def _worker_embedder(model: str):  # -> Embedder | None
+    """This worker's embedder for the driver's model (loaded on first use; one per worker process), or None
+    when the model cannot be set up here: then the driver embeds."""
+    with _WORKER_LOCK:
+        if model not in _WORKER_EMBEDDERS:
+            try:
+                from knowledge.embeddings import Embedder
+
+                settings = get_settings().model_copy(update={"embedding_model": model})
+                _WORKER_EMBEDDERS[model] = Embedder.from_settings(settings)
+            except Exception as e:
+                log.warning("no embeddings on this worker for %s: %s", model, e)
+                _WORKER_EMBEDDERS[model] = None
+        return _WORKER_EMBEDDERS[model]
+
+
 def evaluate_on_worker(job: EvalJob) -> EvalResult:
-    """The body of every Ray evaluation task (one Evaluator per worker process and board)."""
+    """The body of every Ray evaluation task (one Evaluator per worker process and board). An agent's job
+    comes back with its experience's summary embedded here, so the driver only writes (docs/SCALE.md)."""
     key = f"{job.runner}:{job.target.key}"
     with _WORKER_LOCK:
         if key not in _WORKER_EVALUATORS:
             _WORKER_EVALUATORS[key] = Evaluator(_worker_settings(job.target.key, job.runner))
         evaluator = _WORKER_EVALUATORS[key]
-    result = run_job(evaluator, job)
+    embedder = _worker_embedder(job.summary.model) if job.summary is not None else None
+    result = run_job(evaluator, job, embedder)
     import ray
 
     result.worker = ray.get_runtime_context().get_node_id()[:12]

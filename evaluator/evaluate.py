@@ -153,6 +153,11 @@ class EvalResult(BaseModel):
     # zeros could not tell a kernel that writes zeros from a correct one.
     reference_nonzero: dict[str, int] = {}
     stages_s: dict[str, float] = Field(default_factory=dict)
+    # For the agent's jobs (EvalJob.summary): the experience's summary this verdict gives and its embedding,
+    # computed where the evaluation ran (evaluator.executor.with_summary); the vector stays out of dumps.
+    summary: str | None = None
+    summary_vector: list[float] | None = Field(None, exclude=True, repr=False)
+    summary_model: str | None = None
 
     @property
     def ok(self) -> bool:

@@ -13,13 +13,20 @@ median evaluation.
 
 Then the driver's side of scaling out: the graph writer (agent.recorder: each experience, its links, the
 EFFECT_ON statistics of its three thoughts and its embedding), into a private Neo4j started for the bench.
-First --writes experiences one transaction each, the caller waiting for each (median wall and driver CPU
-per record); then --batched-writes through the BatchRecorder, queued as fast as a farm would deliver them
-and flushed (records per minute until the last is committed, driver CPU per record with every thread
-counted, and the writer thread's own CPU per record: its embedding threads do the model's work), and the
-same again with the texts embedded beforehand (the write path alone: what one writer sustains when the
-embeddings keep up).
-It checks the graph afterwards: every experience once and each EFFECT_ON counting each exactly once.
+Each experience has a summary in the agent's own format (agent.optimizer: task, technique, thought, verdict,
+the offline generator's knob settings). First --writes experiences one transaction each, the caller waiting
+for each (median wall and driver CPU per record); then --batched-writes through the BatchRecorder, queued as
+fast as a farm would deliver them and flushed (records per minute until the last is committed, the driver's
+CPU per record with every thread counted, and the writer thread's own CPU per record):
+  - "the driver embeds": the results arrive without vectors, the recorder's embedding threads embed them
+    (16 per model call): the local pool's path, and the farm's before issue 23 item 4;
+  - "the workers embedded": each result arrives with its summary's vector, computed beforehand one text per
+    model call as a worker does (evaluator.executor.with_summary; that CPU per record is printed: it is spent
+    on the workers): the driver only writes.
+The CPU per text of one text per call (a worker) against 16 per call (the recorder) is printed too, and
+the load average before and after: on a shared machine the CPU figures are what to compare, the wall ones
+move with the load. It checks the graph afterwards: every experience once and each EFFECT_ON counting each
+exactly once.
 
     python scripts/bench_scale.py [--n 64] [--writes 300] [--batched-writes 3000] [--only-writes] [--embedders K]
 """
@@ -27,6 +34,7 @@ It checks the graph afterwards: every experience once and each EFFECT_ON countin
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -38,10 +46,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agent.offline import OfflineGenerator
 from core.settings import Settings
 from evaluator.evaluate import Candidate, Evaluator
-from evaluator.executor import EvalExecutor, EvalJob, InProcessExecutor
+from evaluator.executor import EvalExecutor, EvalJob, InProcessExecutor, SummarySpec
 from evaluator.targets import load_target
 from evaluator.tasks import load_task
 from knowledge import local_neo4j
+from knowledge.embeddings import Embedder
 from knowledge.models import Experience, Run, Target, Task, Thought
 from knowledge.store import GraphStore
 from knowledge.taxonomy import Technique
@@ -130,14 +139,15 @@ def graph_writer(home: Path, writes: int, batched_writes: int, embedders: int | 
         ]
         runs = [
             Run(id=f"bench-{mode}", task_id="bench-task", target_key="k1-x60", budget=n + 100)
-            for mode, n in (("single", writes), ("batched", batched_writes), ("vectors", batched_writes))
+            for mode, n in (("single", writes), ("batched", batched_writes), ("workers", batched_writes))
         ]
         store.upsert_nodes([Task(id="bench-task", name="bench"), Target(key="k1-x60"), *thoughts])
         store.upsert_nodes(runs)
         embedder = build_embedder(settings)
         out = {"single": one_per_record(store, embedder, thoughts, writes)}
         out["batched"] = batched(store, embedder, thoughts, batched_writes, embedders=embedders)
-        out["vectors"] = batched(store, embedder, thoughts, batched_writes, mode="vectors", embedders=embedders)
+        out["workers"] = batched(store, embedder, thoughts, batched_writes, mode="workers", embedders=embedders)
+        out["per_call"] = embedding_per_call(embedder)
         out["check"] = graph_check(store, writes + 10 + 2 * (batched_writes + 50))
         store.close()
     finally:
@@ -145,14 +155,44 @@ def graph_writer(home: Path, writes: int, batched_writes: int, embedders: int | 
     return out
 
 
-def experience(mode: str, i: int, thoughts: list[Thought]) -> Experience:
-    """The i-th record of a mode: distinct text per mode, so no embedding comes from the other's cache."""
+def summary_spec(mode: str, i: int, model: str) -> SummarySpec:
+    """The agent's summary of the i-th candidate (agent.optimizer._summary_spec: task, technique, thought,
+    then the offline generator's description of the variant), distinct per mode so no embedding comes from
+    another mode's cache."""
+    knobs = f"lmul={2 ** (i % 4)}, mr={i % 8 + 1}, nv={i % 3 + 1}, unroll={i % 5 + 1}, pack={i % 2}, kc={i}"
+    return SummarySpec(
+        head="sgemm_64: unroll (Unroll the k loop of the micro-kernel) -> ",
+        tail=f". RVV GEMM NN 4x1xVLMAX(m4) micro-kernel ({mode}): {knobs}",
+        model=model,
+    )
+
+
+def experience(mode: str, i: int, thoughts: list[Thought], model: str = "") -> Experience:
+    """The i-th record of a mode, its summary in the agent's format."""
     return Experience(
         id=f"bench-{mode}-{i}", task_id="bench-task", target_key="k1-x60", run_id=f"bench-{mode}",
         parent_id=f"bench-{mode}-{i - 1}" if i else None, thought_ids=[t.id for t in thoughts], step=i,
         code=f"/* candidate {i} */", status="ok", speedup=1.0 + i / 1000,
-        summary=f"bench {mode} candidate {i}: unrolled by {i % 8 + 1}, {1.0 + i / 1000:.3f}x",
+        summary=summary_spec(mode, i, model).text("ok", 1.0 + i / 1000),
     )  # fmt: skip
+
+
+def uncached(embedder: Embedder) -> Embedder:
+    """The same model without the cache: every text costs its model call, as on a fresh worker."""
+    return Embedder(embedder.model_name, embedder._encoder, embedder.dim, cache=None)
+
+
+def embedding_per_call(embedder: Embedder, n: int = 256) -> dict:
+    """CPU per text of this machine's model: one text per call (a worker) and 16 per call (the recorder)."""
+    out = {}
+    model = uncached(embedder)
+    for k in (1, 16):
+        texts = [summary_spec(f"per-call-{k}", i, "").text("ok", 1.0 + i / 1000).strip() for i in range(n)]
+        c0 = time.thread_time()  # the one-core session computes in the calling thread
+        for i in range(0, n, k):
+            model.embed(texts[i : i + k])
+        out[k] = (time.thread_time() - c0) / n * 1e3
+    return out
 
 
 def one_per_record(store: GraphStore, embedder, thoughts: list[Thought], writes: int) -> dict:
@@ -175,7 +215,8 @@ def batched(
 ) -> dict:
     """BatchRecorder: a farm's results arrive faster than one writer takes them; the time until the last is
     committed gives the records per minute one writer sustains (its batches fill up to BATCH_RECORDS).
-    Mode "vectors": the texts are embedded (cached) before the clock starts: the write path alone."""
+    Mode "workers": each record comes with its summary's vector, computed before the clock starts one text
+    per call as the workers do (their CPU per record is returned as worker_ms): the driver only writes."""
     from agent.recorder import EMBEDDERS, BatchRecorder
 
     recorder = BatchRecorder(store, embedder, embedders=embedders or EMBEDDERS)
@@ -189,16 +230,21 @@ def batched(
             writer_cpu[0] += time.thread_time() - c0
 
     recorder._write = timed_write
-    for i in range(50):  # a first batch warms the batched plans
-        recorder.record(experience(mode, i, thoughts), success=True, parent_speedup=1.0, improves_run=True)
+    todo = [experience(mode, i, thoughts) for i in range(50 + writes)]
+    vectors: list = [None] * len(todo)
+    worker_cpu = 0.0
+    if mode == "workers":  # what the workers did, each for its own result: one text per model call
+        worker = uncached(embedder)
+        c0 = time.thread_time()
+        vectors = [worker.embed([x.embedding_text()])[0] for x in todo]
+        worker_cpu = time.thread_time() - c0
+    for exp, vector in zip(todo[:50], vectors[:50], strict=True):  # a first batch warms the batched plans
+        recorder.record(exp, success=True, parent_speedup=1.0, improves_run=True, vector=vector)
     recorder.flush()
     writer_cpu[0] = 0.0
-    todo = [experience(mode, i, thoughts) for i in range(50, 50 + writes)]
-    if mode == "vectors":
-        embedder.embed([x.embedding_text() for x in todo])
     t0, c0 = time.perf_counter(), time.process_time()
-    for exp in todo:
-        recorder.record(exp, success=True, parent_speedup=1.0, improves_run=True)
+    for exp, vector in zip(todo[50:], vectors[50:], strict=True):
+        recorder.record(exp, success=True, parent_speedup=1.0, improves_run=True, vector=vector)
     recorder.flush()
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     return {
@@ -206,6 +252,7 @@ def batched(
         "cpu_ms": cpu / writes * 1e3,
         "n": writes,
         "writer_ms": writer_cpu[0] / writes * 1e3,
+        "worker_ms": worker_cpu / len(todo) * 1e3,
     }
 
 
@@ -230,20 +277,39 @@ def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="eok-bench-scale-"))
     if not args.only_writes:
         evaluations(args, home)
+    load0 = os.getloadavg()
     w = graph_writer(home, args.writes, args.batched_writes, args.embedders)
-    print(f"{'graph writer, same Neo4j':38} {'records':>7} {'records/min':>11} {'driver CPU/record':>17} {'writer':>9}")
+    load1 = os.getloadavg()
+    single = w["single"]
+    print(
+        f"{'graph writer, same Neo4j, same run':40} {'records':>7} {'records/min':>11} {'vs one/record':>13} "
+        f"{'driver CPU/rec':>14} {'writer':>9} {'workers':>9}"
+    )
     for label, key in (
         ("one transaction per record", "single"),
-        ("batched (BatchRecorder)", "batched"),
-        ("batched, texts embedded beforehand", "vectors"),
+        ("batched, the driver embeds", "batched"),
+        ("batched, the workers embedded", "workers"),
     ):
         r = w[key]
         writer = f"{r['writer_ms']:6.2f} ms" if "writer_ms" in r else "-"
-        print(f"{label:38} {r['n']:7} {r['per_min']:11,.0f} {r['cpu_ms']:14.2f} ms {writer:>9}")
-    ratio = w["batched"]["per_min"] / w["single"]["per_min"]
-    write_only = w["vectors"]["per_min"] / w["single"]["per_min"]
-    print(f"batched / one per record: {ratio:.1f}x ({write_only:.1f}x with the embeddings ready); {w['check']}")
-    print("writer = CPU of the writer thread per record (the embedding threads do the model's work); target 20x")
+        worker = f"{r['worker_ms']:6.2f} ms" if r.get("worker_ms") else "-"
+        ratio = f"{r['per_min'] / single['per_min']:.1f}x"
+        print(f"{label:40} {r['n']:7} {r['per_min']:11,.0f} {ratio:>13} {r['cpu_ms']:11.2f} ms {writer:>9} {worker:>9}")
+    # CPU time, which load distorts far less than wall time: records per minute one core of the driver takes.
+    per_core = {k: 60e3 / w[k]["cpu_ms"] for k in ("single", "batched", "workers")}
+    print(
+        "per core of the driver (60 s / its CPU per record): "
+        + ", ".join(f"{k} {v:,.0f}/min ({v / per_core['single']:.1f}x)" for k, v in per_core.items())
+    )
+    per_call = w["per_call"]
+    print(f"embedding CPU per text: {per_call[1]:.2f} ms one per call (a worker), {per_call[16]:.2f} ms 16 per call")
+    print(f"target: 20x one transaction per record, end to end; {w['check']}")
+    print(f"load average (1, 5, 15 min): before {fmt_load(load0)}, after {fmt_load(load1)} on {os.cpu_count()} cores")
+    print("writer = CPU of the writer thread per record; workers = CPU per record the workers spent embedding")
+
+
+def fmt_load(load: tuple[float, float, float]) -> str:
+    return "/".join(f"{x:.1f}" for x in load)
 
 
 def evaluations(args: argparse.Namespace, home: Path) -> None:

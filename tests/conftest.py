@@ -132,6 +132,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # Knowledge layer (owner: knowledge/). The real bundled embedding model, loaded once per session.
 #
 #   embedder        session: knowledge.embeddings.Embedder with the bundled all-MiniLM-L6-v2.
+#   worker_embedder session: another Embedder of that model (own ONNX session and cache), as a worker's.
 #   container       function: service.bootstrap.Container on the test Neo4j, an emptied graph, a private
 #                   home (FAISS files, caches) and the session's embedder.
 # ======================================================================================================
@@ -142,6 +143,19 @@ def embedder(tmp_path_factory: pytest.TempPathFactory):
     from knowledge.embeddings import Embedder
 
     return Embedder.from_settings(Settings(home=tmp_path_factory.mktemp("embed-home")))
+
+
+@pytest.fixture(scope="session")
+def worker_embedder(embedder, tmp_path_factory: pytest.TempPathFactory):
+    """A second Embedder of the same model as a Ray worker has one: its own ONNX session and its own cache
+    (the session embedder's ONNX export is shared, so nothing is exported twice)."""
+    from knowledge.embeddings import Embedder
+
+    embedder.embed(["load the model"])  # makes the ONNX export the worker loads
+    home = tmp_path_factory.mktemp("worker-home")
+    (home / "cache").mkdir()
+    (home / "cache" / "onnx").symlink_to(embedder._encoder._onnx_dir)
+    return Embedder.from_settings(Settings(home=home))
 
 
 @pytest.fixture

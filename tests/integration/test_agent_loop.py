@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from pydantic import SecretStr
 
@@ -18,6 +19,7 @@ from agent.report import improved, over_baseline
 from agent.types import ProgressEvent, RunRequest
 from core.errors import InvalidInput, NotFound
 from knowledge.models import Run
+from knowledge.store import as_vector
 from tests.support.openai_stub import OpenAIStub, Reply
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,13 +68,29 @@ def test_offline_run_records_every_candidate_and_learns(container, task: str) ->
     assert f"eok optimize {task} --target k1-x60 --budget 6 --directions 3 --generator offline" in report
 
 
-def test_second_run_starts_from_what_worked(container) -> None:
+def test_second_run_starts_from_what_worked(container, worker_embedder, monkeypatch) -> None:
+    from evaluator.executor import InProcessExecutor
+
     opt = _optimizer(container)
     first = opt.execute(opt.create_run(RunRequest(task="sdot", budget=5, directions=2, generator="offline")).id)
+    # The second run's evaluation threads embed the summaries as a Ray worker does (docs/SCALE.md).
+    head: list[str] = []
+    embed = container.embedder.embed
+    monkeypatch.setattr(container.embedder, "embed", lambda texts: head.extend(texts) or embed(texts))
+    executor = InProcessExecutor(container.settings, opt.evaluator, embedder=worker_embedder)
+    opt = Optimizer(container, evaluator=opt.evaluator, executor=executor)
     second_run = opt.create_run(RunRequest(task="sdot", budget=2, directions=2, generator="offline", seed=9))
     second = opt.execute(second_run.id)
     # The first candidate of the second run re-measures the earlier best: it is at least as good immediately.
     assert second.history[0] is not None and second.history[0] >= 0.95 * first.run.best_speedup
+    # The driver never called the model for a summary a worker sent; each stored vector is its own summary's.
+    rows = container.store.read_values(
+        "MATCH (x:Experience {run_id: $run}) RETURN x.summary AS s, x.embedding AS v ORDER BY x.step", run=second_run.id
+    )
+    assert len(rows) == 2 and rows[0]["s"].startswith("sdot: transfer of earlier experience -> ")
+    assert not {r["s"].strip() for r in rows} & set(head), "the driver embedded a summary a worker had sent"
+    stored = np.stack([as_vector(r["v"]) for r in rows])
+    assert np.abs(stored - embed([r["s"].strip() for r in rows])).max() < 1e-5
 
 
 def test_bad_requests_name_the_input(container) -> None:

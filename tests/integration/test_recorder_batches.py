@@ -141,6 +141,39 @@ def test_the_writer_thread_never_embeds_and_each_record_keeps_its_own_vector(sto
     assert store.get_node(Run, "rb-run").best_experience_id == f"rb-run-{n - 1:04d}"  # written in queue order
 
 
+def test_records_that_come_with_vectors_are_never_embedded_and_keep_their_place(store, embedder, monkeypatch) -> None:
+    """Results of workers that embedded their summaries, between results that did not (an old worker, a local
+    evaluation): only the latter reach the model; every record lands, in the order queued."""
+    _graph(store)
+    texts: list[str] = []
+    embed = embedder.embed
+
+    def spy(batch: list[str]) -> np.ndarray:
+        texts.extend(batch)
+        return embed(batch)
+
+    monkeypatch.setattr(embedder, "embed", spy)
+    rng = np.random.default_rng(7)
+    sent = {}  # every third record comes with a vector no model made: stored as it came, or the test fails
+    recorder = BatchRecorder(store, embedder, batch=500, wait_s=30, embedders=1)
+    for i in range(30):
+        vector = None
+        if i % 3 == 0:
+            vector = rng.standard_normal(embedder.dim).astype(np.float32)
+            sent[f"rb-run-{i:04d}"] = vector = vector / np.linalg.norm(vector)
+        recorder.record(_exp(i, 1.0 + i / 100), success=True, parent_speedup=1.0, improves_run=True, vector=vector)
+    assert recorder.flush("rb-run", timeout=60)
+
+    rows = store.read_values("MATCH (x:Experience) RETURN x.id AS id, x.summary AS s, x.embedding AS v ORDER BY id")
+    plain = [r for r in rows if r["id"] not in sent]
+    assert len(rows) == 30 and sorted(texts) == sorted(r["s"] for r in plain)
+    for r in rows:
+        if r["id"] in sent:
+            assert np.array_equal(as_vector(r["v"]), sent[r["id"]])
+    assert np.allclose(np.stack([as_vector(r["v"]) for r in plain]), embed([r["s"] for r in plain]), atol=1e-6)
+    assert store.get_node(Run, "rb-run").best_experience_id == "rb-run-0029"  # written in queue order
+
+
 WRITER = textwrap.dedent(
     """
     import sys, time
