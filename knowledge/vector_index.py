@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 ATTRS = ("isa", "operator", "technique", "target", "idea")
 FORMAT_VERSION = 3
 FRESHNESS_CHECK_S = 0.25  # how stale another process's writes may look to a search (own writes: never)
+SUBSET_MAX_SHARE = 0.5  # a filter keeping at most this share of a shard searches a copy of its members
+SUBSET_CACHE_BYTES = 64 * 2**20  # the codes such copies may hold, per shard
 
 
 @dataclass
@@ -48,6 +50,9 @@ class _Shard:
     pos: dict[str, int] = field(default_factory=dict)
     codes: dict[str, list[int]] = field(default_factory=lambda: {a: [] for a in ATTRS})
     arrays: dict[str, np.ndarray] = field(default_factory=dict)  # numpy views of `codes`, rebuilt on change
+    # Per filter: (version, positions of its members, an index of their codes alone); see `subset`.
+    subsets: dict[tuple, tuple[int, np.ndarray, faiss.IndexScalarQuantizer]] = field(default_factory=dict)
+    version: int = 0  # bumped by every change: a subset made from an older one is not used
 
     def __post_init__(self) -> None:
         self.index = faiss.IndexScalarQuantizer(self.dim, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
@@ -79,6 +84,30 @@ class _Shard:
                 for a in ATTRS:
                     self.codes[a].append(codes[a][i])
         self.arrays = {a: np.asarray(v, dtype=np.int32) for a, v in self.codes.items()}
+        self.version += 1
+        self.subsets = {}
+
+    def subset(self, key: tuple, mask: np.ndarray) -> tuple[np.ndarray, faiss.IndexScalarQuantizer]:
+        """The members of a filter as an index of their own: a search scans only them, where a selector over
+        the whole shard still visits every vector (100k x 384 with a 1-in-7 filter: 4.3 ms vs 0.7 ms). The
+        same codes in the same order through the same distance code: the same hits, scores and ties."""
+        version = self.version
+        kept = self.subsets.get(key)
+        if kept is not None and kept[0] == version:
+            return kept[1], kept[2]
+        positions = np.flatnonzero(mask)
+        width = self.index.code_size
+        stored = faiss.rev_swig_ptr(self.index.codes.data(), self.size * width).reshape(-1, width)
+        sub = faiss.IndexScalarQuantizer(self.dim, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
+        faiss.copy_array_to_vector(np.ascontiguousarray(stored[positions]).ravel(), sub.codes)
+        sub.ntotal = len(positions)
+        if version == self.version:  # unchanged meanwhile
+            subsets = dict(self.subsets)
+            subsets[key] = (version, positions, sub)
+            while sum(len(p) for _, p, _ in subsets.values()) * width > SUBSET_CACHE_BYTES and len(subsets) > 1:
+                subsets.pop(next(iter(subsets)))  # oldest first
+            self.subsets = subsets
+        return positions, sub
 
 
 class VectorIndex:
@@ -279,6 +308,16 @@ class VectorIndex:
             mask = m if mask is None else mask & m
         if mask is None:
             scores, ids = shard.index.search(q, min(k, shard.size))
+        elif where and mask.sum() <= SUBSET_MAX_SHARE * shard.size:
+            positions, sub = shard.subset(tuple(sorted(where.items())), mask)
+            if sub.ntotal == 0:
+                return []
+            scores, ids = sub.search(q, min(k, sub.ntotal))
+            return [
+                VectorHit(label, shard.keys[positions[i]], float(s))
+                for s, i in zip(scores[0], ids[0], strict=True)
+                if i >= 0
+            ]
         else:
             n = int(mask.sum())
             if n == 0:
