@@ -51,6 +51,10 @@ class CostData(BaseModel):
     # copies (reads and writes DRAM, not in place): cycles = max(core, ...) + this x min(core, DRAM copy time).
     # 0: a pure roofline. docs/COSTMODEL.md "DRAM copies: core time overlaps only partly".
     dram_copy_exposed: float = 0.0
+    # Fewest cycles an iteration of a strip-mining loop (a vsetvli taking its AVL from a register) takes on an
+    # in-order core, however little vector work the strip holds (0: no floor). docs/COSTMODEL.md "vsetvli drains
+    # the vector unit".
+    strip_vsetvl_cycles: float = 0.0
     peak_flops_per_cycle: float  # f32, one core: the roofline's compute ceiling
     scalar_scale: float = 1.0  # multiplies X60 scalar-stream cycles
     vector_scale: float = 1.0  # multiplies X60 vector-stream cycles

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from evaluator.targets import VectorOverride  # target data; the model only reads it
 
 MCA = "llvm-mca-22"
-MODEL_VERSION = 7  # bump when the costing method changes, so cached costs are not reused
+MODEL_VERSION = 8  # bump when the costing method changes, so cached costs are not reused
 STEADY_ITERATIONS = 8  # (T(body x2) - T(body)) / N is exact from N=2 on for X60 loops: docs/COSTMODEL.md
 UNSUPPORTED_COST = 1.0  # cycles charged per instruction llvm-mca cannot model
 # llvm-mca gives linking jumps (calls) 100 cycles of latency by default; the callee's own instructions are
@@ -307,9 +307,10 @@ class Pricing:
     ooo_issue: int = 0  # > 0: an out-of-order core of that issue width
     issue: int = 2  # instructions issued per cycle at most: no unit runs faster (in-order dual issue: X60)
     overrides: tuple[VectorOverride, ...] = ()  # measured instruction classes (targets/*.toml)
+    strip_cycles: float = 0.0  # fewest cycles an iteration of a strip-mining loop takes (fitted; 0: no floor)
 
     def key(self) -> object:
-        return [self.ooo_issue, self.issue, [o.model_dump() for o in self.overrides]]
+        return [self.ooo_issue, self.issue, [o.model_dump() for o in self.overrides], self.strip_cycles]
 
 
 def cost_units(
@@ -422,6 +423,9 @@ def _simulate(todo: dict[str, Unit], mcpu: str, decoupled: bool, pricing: Pricin
             value = _out_of_order(n, first, steady, scales, ooo_issue)
         elif unit.kind == "loop":
             value = max((loop_stream(n, s, x) for s, x in first.items()), default=0.0)
+            if pricing.strip_cycles and drains_per_iteration(unit.body):
+                # A strip-mining vsetvli's round trip: no strip takes less (target's strip_vsetvl_cycles).
+                value = max(value, pricing.strip_cycles)
         else:
             # What the block adds to each stream, the larger of the two: the max of the totals minus the max
             # of the contexts would let a vector block after a scalar one of equal cost add ~0 (padding a

@@ -138,9 +138,12 @@ class Machine:
     overrides: tuple[VectorOverride, ...] = ()  # measured instruction classes replacing LLVM's price
     scattered_store: ScatteredStore | None = None  # a strided/indexed store's wait beyond L1 (fitted)
     dram_copy_exposed: float = 0.0  # share of min(core, DRAM copy time) a copying unit does not overlap (fitted)
+    strip_vsetvl_cycles: float = 0.0  # fewest cycles a strip of a strip-mining loop takes (fitted; 0: none)
 
     def pricing(self) -> Pricing:
-        return Pricing(self.scalar_scale, self.vector_scale, self.ooo_issue, self.issue, self.overrides)
+        return Pricing(
+            self.scalar_scale, self.vector_scale, self.ooo_issue, self.issue, self.overrides, self.strip_vsetvl_cycles
+        )
 
     @property
     def l2_bytes_per_cycle(self) -> float:  # the roofline ceilings a report quotes: the read figures
@@ -188,6 +191,7 @@ def machine_for(target: TargetProfile) -> Machine:
         if c.scattered_store_dram_cycles or c.scattered_store_l2_cycles
         else None,
         c.dram_copy_exposed,
+        c.strip_vsetvl_cycles,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -468,6 +469,22 @@ def test_a_vsetvli_per_strip_drains_the_vector_unit(body: list[str]) -> None:
     kept = Unit("loop", (_seg(["vsetvli zero, zero, e8, m1, ta, ma", *body, "bnez a2, 0x10 <l>"], Vtype("E8", "M1")),))
     (same,), _ = cost_units([kept], "spacemit-x60", None)
     assert same.cycles < per_strip  # a vsetvli that keeps vl and vtype is no barrier
+
+
+def test_a_strip_mining_loop_takes_the_x60s_fewest_cycles_a_strip_and_a_long_strip_hides_it() -> None:
+    # rvv-bench on a BPI-F3 at 16 KiB (fit set): memset rvv_m1 (a vsetvli per 32-byte strip) 6.07 cycles a strip,
+    # rvv_tail_m1 (hoisted) 2.75: 2.21x; at m8 (19.5 cycles a strip) the two take the same time (1.00x).
+    from evaluator.costmodel.model import machines
+
+    x60 = machines()["spacemit-x60"].pricing()
+    assert 5.0 <= x60.strip_cycles <= 7.0  # the target's fitted floor (k1-x60.toml strip_vsetvl_cycles)
+    store = ["vse8.v v8, (a0)"]
+    loops = [_strip_loop(store, lmul, per) for lmul in ("M1", "M8") for per in (True, False)]
+    m1, m1_hoisted, m8, m8_hoisted = (c.cycles for c in cost_units(loops, "spacemit-x60", None, pricing=x60)[0])
+    assert m1 == pytest.approx(x60.strip_cycles) and m1 / m1_hoisted > 1.8
+    assert m8 / m8_hoisted < 1.1  # LLVM's one-cycle drain only: the floor is below a long strip's own time
+    (without,), _ = cost_units(loops[:1], "spacemit-x60", None, pricing=replace(x60, strip_cycles=0.0))
+    assert without.cycles / m1_hoisted < 1.5  # LLVM's drain alone: memset m1 at 0.66 of the published
 
 
 def test_dram_time_follows_what_a_stream_reads_and_writes() -> None:
