@@ -11,7 +11,17 @@ from rich.table import Table
 
 from core.errors import InvalidInput
 from core.settings import get_settings
-from service.cli.app import JsonOpt, LibraryOpt, RunnerName, app, console, err_console, print_json, with_libraries
+from service.cli.app import (
+    JsonOpt,
+    LibraryOpt,
+    RunnerName,
+    app,
+    console,
+    err_console,
+    print_json,
+    print_plain_table,
+    with_libraries,
+)
 
 tasks_app = typer.Typer(help="List and inspect kernel tasks (bundled suite + EOK_TASK_DIRS).", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
@@ -26,14 +36,13 @@ def list_cmd(json_out: bool = JsonOpt) -> None:
     if json_out:
         print_json(tasks + [{"directory": str(d), "broken": reason} for d, reason in broken])
         return
-    table = Table(title=f"{len(tasks)} kernel tasks" + (f", {len(broken)} broken" if broken else ""))
-    table.add_column("name", no_wrap=True)  # typed into `eok eval` / `eok optimize`
-    for col in ("category", "operator", "dtype", "bench size"):
-        table.add_column(col)
-    for t in tasks:
-        bench = ", ".join(f"{k}={v}" for k, v in t["bench_size"].items())
-        table.add_row(escape(t["name"]), t["category"], t["operator"], t["dtype"], bench)
-    console.print(table)
+    rows = [
+        [t["name"], t["category"], t["operator"], t["dtype"], ", ".join(f"{k}={v}" for k, v in t["bench_size"].items())]
+        for t in tasks
+    ]
+    title = f"{len(tasks)} kernel tasks" + (f", {len(broken)} broken" if broken else "")
+    # The name is never broken (it is typed into `eok eval` / `eok optimize`); the bench sizes wrap to fit.
+    print_plain_table(title, ["name", "category", "operator", "dtype", "bench size"], rows, wrap=4)
     for directory, reason in broken:  # one bad task directory does not hide the others
         err_console.print(f"broken task {directory}: {reason}", highlight=False, markup=False)
 
