@@ -562,9 +562,7 @@ class Optimizer:
             measurement=(result.measurement if result and result.measurement else "none"),
             feedback=(result.feedback if result else gen.error or "")[:4000],
             generator=getattr(self._generator_for(state.run), "label", self._generator_for(state.run).name),
-            summary=_summary_spec(card, gen, state.task.name, self.recorder.embedder.model_name).text(
-                status.value, speedup
-            ),
+            summary=self._summary_spec(state, card, gen).text(status.value, speedup),
         )
         vector = _worker_vector(result, exp, self.recorder.embedder.model_name)
         with state.lock:

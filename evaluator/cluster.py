@@ -21,7 +21,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import InvalidInput, Unavailable
 from core.settings import Settings, get_settings
@@ -29,6 +29,9 @@ from evaluator.evaluate import EvalResult, Evaluator
 from evaluator.executor import EvalJob, run_job
 from evaluator.runners import RUNNER_NAMES
 from evaluator.targets import TargetProfile
+
+if TYPE_CHECKING:
+    from knowledge.embeddings import Embedder
 
 log = logging.getLogger(__name__)
 BOARDS_ENV = "EOK_BOARDS"  # on a worker node: {"k1-x60": "[user@]host[:port]", ...}
@@ -107,7 +110,7 @@ def ray_connect(address: str) -> None:
 
 
 _WORKER_EVALUATORS: dict[str, Evaluator] = {}
-_WORKER_EMBEDDERS: dict[str, Any] = {}  # model -> this worker's Embedder (None: the model is not usable here)
+_WORKER_EMBEDDERS: dict[str, Embedder | None] = {}  # model -> this worker's (None: the model is unusable here)
 _WORKER_LOCK = threading.Lock()
 
 
@@ -123,7 +126,7 @@ def _worker_settings(target_key: str, runner: str) -> Settings:
     return settings.model_copy(update={"ssh_host": board.host, "ssh_port": board.port, "ssh_user": board.user})
 
 
-def _worker_embedder(model: str):  # -> Embedder | None
+def _worker_embedder(model: str) -> Embedder | None:
     """This worker's embedder for the driver's model (loaded on first use; one per worker process), or None
     when the model cannot be set up here: then the driver embeds."""
     with _WORKER_LOCK:

@@ -322,10 +322,19 @@ def level_cycles(bandwidth: Bandwidth, moved: np.ndarray, written: np.ndarray, a
     - lines read and written back in place (written, not allocated by a store) move at the in-place figure;
     - the rest moves at the mixed figure, and its reads no faster than the read figure."""
     read = moved - written
+    rest, in_place = _mixed_parts(bandwidth, moved, written, allocated)
+    return np.where(read < 0.05 * written, written / bandwidth.write, rest + in_place)
+
+
+def _mixed_parts(
+    bandwidth: Bandwidth, moved: np.ndarray, written: np.ndarray, allocated: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """A unit's time with a level when it both reads and writes: (the part at the mixed and read figures, the
+    part of lines read and written back in place)."""
+    read = moved - written
     in_place = np.clip(np.minimum(read, written - allocated), 0.0, None)
     rest = np.maximum((moved - 2 * in_place) / bandwidth.mixed, (read - in_place) / bandwidth.read)
-    mixed = rest + 2 * in_place / bandwidth.in_place
-    return np.where(read < 0.05 * written, written / bandwidth.write, mixed)
+    return rest, 2 * in_place / bandwidth.in_place
 
 
 def copy_share(bandwidth: Bandwidth, moved: np.ndarray, written: np.ndarray, allocated: np.ndarray) -> np.ndarray:
@@ -334,9 +343,8 @@ def copy_share(bandwidth: Bandwidth, moved: np.ndarray, written: np.ndarray, all
     that level. 0 for a unit that only writes, only reads, or moves nothing; lines read and written back in
     place are not a copy's."""
     read = moved - written
-    in_place = np.clip(np.minimum(read, written - allocated), 0.0, None)
-    rest = np.maximum((moved - 2 * in_place) / bandwidth.mixed, (read - in_place) / bandwidth.read)
-    total = rest + 2 * in_place / bandwidth.in_place
+    rest, in_place = _mixed_parts(bandwidth, moved, written, allocated)
+    total = rest + in_place
     both = (read >= 0.05 * written) & (written >= 0.05 * read) & (total > 0)
     return np.where(both, np.divide(rest, total, out=np.zeros(len(moved)), where=total > 0), 0.0)
 
