@@ -143,6 +143,20 @@ _FLOAT_DATA = re.compile(
 )
 
 
+# Quantized data in words, beyond what knowledge.fit.quantized reads (block formats, int8): sub-byte and narrow
+# integer weights, nibbles, scales kept per block.
+_QUANTIZED_WORDS = re.compile(
+    r"\bu?int4\b|\b[248]-?bit (?:int|integer|weight|quant)|\bnibbles?\b|"
+    r"per-?block scales?|block-?wise scales?|\bscales? (?:per|for each) block",
+    re.IGNORECASE,
+)
+_PRODUCTS = {str(Operator.DOT), str(Operator.GEMV), str(Operator.GEMM)}
+# A conversion named as something to do, not as the type of a scale ("fp16 scales").
+_CONVERSION_ACTION = re.compile(
+    r"\b(?:de)?quantiz(?:e|es|ing|ation)\b|\bconver(?:t|ts|ting|sion)\b|\bcast\b|vfn?w?cvt", re.IGNORECASE
+)
+
+
 def _compiled(words: dict[Any, str]) -> list[tuple[Any, re.Pattern[str]]]:
     return [(value, re.compile(rx, re.IGNORECASE)) for value, rx in words.items()]
 
@@ -172,13 +186,25 @@ def query_intent(query: str, target_isa: str | None = None) -> Intent:
     isas = {str(isa) for isa, rx in _QUERY_ISA if rx.search(query)}
     if str(Isa.XTHEADVECTOR) in isas:
         isas.add(str(Isa.RVV))  # a 0.7.1 port starts from RVV code
+    quantized_data = quantized({"title": query}) or bool(_QUANTIZED_WORDS.search(query))
+    operators = {str(op) for op, rx in _QUERY_OPERATOR if rx.search(query)}
     return Intent(
         isa=isas,
-        operator={str(op) for op, rx in _QUERY_OPERATOR if rx.search(query)},
+        operator=_products_of_quantized_data(query, operators) if quantized_data else operators,
         technique={str(t) for t, rx in _QUERY_TECHNIQUE if rx.search(query)},
         implied_isa=None if isas else target_isa,
-        float_data=bool(_FLOAT_DATA.search(query)) and not quantized({"title": query}),
+        float_data=bool(_FLOAT_DATA.search(query)) and not quantized_data,
     )
+
+
+def _products_of_quantized_data(query: str, operators: set[str]) -> set[str]:
+    """A product of quantized data is a quantized dot however it is worded: "int8 times int8 dot product per
+    block with fp16 scales" names a dot and (through "fp16") a conversion, yet asks for neither an f32 dot nor
+    a quantize kernel. A conversion stays asked for only when the query names it as an action."""
+    if not operators & _PRODUCTS:
+        return operators
+    composed = (operators - {str(Operator.DOT)}) | {str(Operator.QUANT_DOT)}
+    return composed if _CONVERSION_ACTION.search(query) else composed - {str(Operator.QUANTIZE)}
 
 
 @cache

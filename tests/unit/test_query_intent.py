@@ -156,3 +156,22 @@ def test_a_float_question_demotes_quantized_kernels_as_the_agents_fit_does() -> 
     iq_dot = {"isa": "rvv", "operator": "dot", "technique": "unroll", "title": "iq1_s lookup table dot"}
     assert intent_fit(float_dot, intent) - intent_fit(iq_dot, intent) == QUANTIZED_COST
     assert intent_fit(iq_dot, query_intent("RVV dot")) == intent_fit(float_dot, query_intent("RVV dot"))
+
+
+def test_a_product_of_quantized_data_is_a_quantized_dot_however_it_is_worded() -> None:
+    described = query_intent("int8 times int8 block dot product with per-block fp16 scales")
+    # not an f32 dot, not an fp16 conversion: the scales' type is not something to do
+    assert described.operator == {"quant_dot"} and not described.float_data
+    assert query_intent("4-bit weights matrix-vector product").operator == {"gemv", "quant_dot"}
+    # a conversion named as an action stays asked for
+    assert query_intent("dequantize q4_0 blocks and dot with q8_0").operator == {"quant_dot", "quantize"}
+    # float data and no product: unchanged
+    assert query_intent("sdot on f32 vectors").operator == {"dot"}
+    assert query_intent("fp16 to fp32 conversion").operator == {"quantize"}
+    # ranked: the quantized dot thought above the f32 dot and the conversion
+    candidates = {
+        "q8 dot": {"isa": "rvv", "operator": "quant_dot", "technique": "widening"},
+        "f32 dot": {"isa": "rvv", "operator": "dot", "technique": "widening"},
+        "fp16 convert": {"isa": "rvv", "operator": "quantize", "technique": "widening"},
+    }
+    assert ranked(described, candidates)[0] == "q8 dot"
