@@ -68,7 +68,10 @@ _RVV_MNEMONIC = (
     r"vsetvli?|vsetivli|v[ls]e(?:8|16|32|64)(?:ff)?|v[ls]se(?:8|16|32|64)?|v[ls]seg\d\w*|v[ls][uo]xei\d+|"
     r"vf?w?red\w+|vf?w?n?macc(?:u|su|us)?|vf?n?msac|vf?w?mul(?:su|hu?|hsu)?|vf[wn]?cvt\w*|vn(?:srl|sra|clipu?)|"
     r"vrgather\w*|vcompress|vslide\w+|vf?merge|vf?mv|vcpop|vfirst|viota|vid|vms[bio]f|vsext|vzext|vfsqrt|"
-    r"vfrec7|vfrsqrt7|vmfeq|vmflt|vmfle|vmfgt"
+    r"vfrec7|vfrsqrt7|vmfeq|vmflt|vmfle|vmfgt|"
+    # the arithmetic, logic and shift instructions engineers name bare ("vand and vsrl", "vfmax/vfmin")
+    r"vf?w?(?:add|sub)u?|vf?rsub|vf?(?:max|min)u?|vfabs|vfneg|vfsgnjn?x?|vf?r?divu?|vremu?|vand|vx?or|vs(?:ll|rl|ra)|"
+    r"vms(?:eq|ne|ltu?|leu?|gtu?|geu?)|vfclass"
 )
 _RVV_WORDS = (
     r"\brvv\b|risc-?v|\brv64\w*|\bzv[a-z0-9]+|\bzfh(?:min)?\b|\bvlen\b|\blmul\b|"
@@ -86,6 +89,11 @@ _ISA_WORDS: dict[Isa, str] = {
     Isa.AVX: r"\bavx\b",
     Isa.SSE: r"\bsse\d?\b|\bx86\b|\b_mm_",
 }
+# An activation by name ("f32 activations" is data, not the operator); exp and log alone are also the insides of a
+# softmax or an attention, and read as an activation only when neither is named.
+_ACTIVATION_NAMES = r"gelu|silu|swish|relu|sigmoid|logistic|tanh|hardswish|activation(?!s)"
+_NAMED_ACTIVATION = re.compile(_ACTIVATION_NAMES, re.IGNORECASE)
+_CONTAINS_EXP = {str(Operator.SOFTMAX), str(Operator.ATTENTION)}
 # Operators, in the words their queries use. A word may name two (im2col: the copy that feeds a convolution).
 _OPERATOR_WORDS: dict[Operator, str] = {
     # a ggml block format (q4_0, q8_K, iq2_xs) names quantized data, whose kernels are dots and (de)quantization
@@ -95,7 +103,8 @@ _OPERATOR_WORDS: dict[Operator, str] = {
     r"conver(?:t|sion)|\bcast\b|vfn?w?cvt",
     Operator.TRSM: r"\btrsm\b|triangular solve",
     Operator.GEMV: r"gemv|\bger\b|symv|trmv|matrix[- ]vector|mat-?vec",
-    Operator.GEMM: r"gemm|matmul|mat_mul|matrix[- ](?:matrix|multipl|product)|micro-?kernel|\btrmm\b",
+    Operator.GEMM: r"gemm|matmul|mat_mul|matrix[- ](?:matrix|multipl|product)|micro-?kernel|\btrmm\b|"
+    r"\blinear[- ]layers?\b|fully[- ]connected",
     Operator.DOT: r"\b[sd]?dot\b|dot[- ]product|inner product|vec_dot",
     Operator.AXPY: r"axpb?y",
     Operator.NRM2: r"nrm2|euclidean norm|\b2-norm\b|vector norm",
@@ -103,8 +112,7 @@ _OPERATOR_WORDS: dict[Operator, str] = {
     Operator.NORM: r"(?:rms|layer|batch|group|instance)[ _-]?norm|normali[sz]ation",
     Operator.CONV: r"\bconv(?!er)|im2col|winograd|depthwise|pointwise|1x1|3x3",
     Operator.POOL: r"(?<!thread )\bpool|pooling",
-    Operator.ACTIVATION: r"gelu|silu|swish|relu|sigmoid|logistic|tanh|hardswish|activation|exponential|"
-    r"\bexpf?\b|\berff?\b|\blogf?\b",
+    Operator.ACTIVATION: _ACTIVATION_NAMES + r"|exponential|\bexpf?\b|\berff?\b|\blogf?\b",
     Operator.ATTENTION: r"attention|\bsdpa\b|kv[- ]cache|\bwkv\b|rwkv",
     Operator.ROPE: r"\brope\b|rotary",
     Operator.RESIZE: r"resiz|upsampl|bilinear|interpolat",
@@ -124,7 +132,8 @@ _TECHNIQUE_WORDS: dict[Technique, str] = {
     Technique.VECTOR_LENGTH: r"\blmul\b|register group|\bm[248]\b|\be(?:8|16|32|64)m[1248]\b|vector length",
     Technique.TAIL_HANDLING: r"\btails?\b|epilogue|remainder|leftover",
     Technique.PACKING: r"packing|\bpack(?:ed)? (?:a|b|panel)|\bpack\b|data layout|re-?layout",
-    Technique.REGISTER_BLOCKING: r"blocking|tiling|\btiles?\b|micro-?kernel",
+    Technique.REGISTER_BLOCKING: r"blocking|tiling|\btiles?\b|micro-?kernel|\breuse\b|"
+    r"(?:several|multiple|\d+) (?:rows|columns) at (?:a time|once)|across (?:several|multiple) (?:rows|columns)",
     Technique.WIDENING: r"widening|vf?wmacc|vf?wmul|vwredsum",
     Technique.REDUCTION: r"reduce once|horizontal|vf?redu?o?sum|vredsum|reduction",
     Technique.MEMORY_ACCESS: r"strided|unit-?stride|\bvlse|gather|segment(?:ed)? load|vlseg|cache lines?",
@@ -137,7 +146,7 @@ _TECHNIQUE_WORDS: dict[Technique, str] = {
 
 # Float data named: element types, precisions, and BLAS's s/d routine names.
 _FLOAT_DATA = re.compile(
-    r"\bf(?:p)?(?:16|32|64)\b|\bfloats?\b|\b(?:single|double|half)[- ]precision|"
+    r"\b(?:b?f|fp)(?:16|32|64)\b|\bbfloat16\b|\bfloats?\b|\b(?:single|double|half)[- ]precision|"
     r"\b[sd](?:gemm|gemv|dot|axpy|scal|nrm2|asum|ger|symv|trsm|amax)\w*",
     re.IGNORECASE,
 )
@@ -188,6 +197,8 @@ def query_intent(query: str, target_isa: str | None = None) -> Intent:
         isas.add(str(Isa.RVV))  # a 0.7.1 port starts from RVV code
     quantized_data = quantized({"title": query}) or bool(_QUANTIZED_WORDS.search(query))
     operators = {str(op) for op, rx in _QUERY_OPERATOR if rx.search(query)}
+    if operators & _CONTAINS_EXP and not _NAMED_ACTIVATION.search(query):
+        operators.discard(str(Operator.ACTIVATION))
     return Intent(
         isa=isas,
         operator=_products_of_quantized_data(query, operators) if quantized_data else operators,

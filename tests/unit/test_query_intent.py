@@ -175,3 +175,16 @@ def test_a_product_of_quantized_data_is_a_quantized_dot_however_it_is_worded() -
         "fp16 convert": {"isa": "rvv", "operator": "quantize", "technique": "widening"},
     }
     assert ranked(described, candidates)[0] == "q8 dot"
+
+
+def test_the_words_engineers_use_for_rvv_instructions_and_data() -> None:
+    assert query_intent("unpack 4-bit nibbles with vand and vsrl").isa == {"rvv"}
+    assert query_intent("sasum with vfabs").isa == {"rvv"}
+    assert query_intent("vmulq_f32 vaddq_f32").isa == {"neon"}  # NEON's forms are not RVV's bare names
+    # exp inside a softmax is the softmax; "f32 activations" is data
+    assert query_intent("softmax row: vfredmax, exp, vfredusum").operator == {"softmax"}
+    assert query_intent("gelu then softmax").operator == {"activation", "softmax"}
+    assert query_intent("gemv with f32 activations").operator == {"gemv"}
+    assert "gemm" in query_intent("row-major linear-layer weight").operator
+    assert query_intent("reuse x across several rows").technique == {"register_blocking"}
+    assert query_intent("bf16 dot product").float_data
