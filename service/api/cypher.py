@@ -337,6 +337,7 @@ class QueryResult:
     byte_cap: int = DEFAULT_BYTE_CAP
     bytes: int = 0
     notes: list[str] = field(default_factory=list)
+    profile: dict[str, Any] | None = None  # Neo4j's measured plan, when run under PROFILE
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -373,17 +374,46 @@ class ReadOnlyCypher:
         self._verdict_chars = 0
         self._verdict_lock = threading.Lock()
 
-    def run(self, query: str, params: Mapping[str, Any] | None = None) -> QueryResult:
+    def run(self, query: str, params: Mapping[str, Any] | None = None, profile: bool = False) -> QueryResult:
+        """The guarded run: the plan check, then the query in a READ transaction under the timeout, the row
+        cap and the byte cap. `profile` runs it under PROFILE on exactly this path (nothing is checked or
+        bounded differently) and keeps Neo4j's measured plan in `QueryResult.profile`."""
         query, params = _checked_text(query), dict(params or {})
         hint = "retry in a few seconds; make long queries cheaper with a LIMIT or an indexed filter"
         with self._slot(hint) as (tag, abandoned):
             began = time.monotonic()
             with self._translated():
                 self._check_plan(query, params, tag, abandoned)
-                columns, rows, truncated, size = self._execute(query, params, tag, abandoned)
+                columns, rows, truncated, size, measured = self._execute(query, params, tag, abandoned, profile)
             return QueryResult(
-                columns, rows, truncated, (time.monotonic() - began) * 1000, self.row_cap, self.byte_cap, size
+                columns,
+                rows,
+                truncated,
+                (time.monotonic() - began) * 1000,
+                self.row_cap,
+                self.byte_cap,
+                size,
+                profile=measured,
             )
+
+    def profile(self, query: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Run the query under PROFILE through `run` (the same guard, slot, timeout, memory limit, caps and
+        nesting bound) and answer the measured operator tree. Neo4j reports the measures only of a query
+        that ran to its end, so an answer cut at the row or byte cap is a 400 rather than a partial plan."""
+        result = self.run(query, params, profile=True)
+        if result.truncated:
+            raise AnswerTooLarge(
+                f"the answer passed the row cap ({self.row_cap} rows) or the byte cap ({self.byte_cap // 1024} KiB) "
+                "and was cut, so Neo4j measured nothing of it",
+                f"profile it with a LIMIT of at most {self.row_cap}, or return less",
+            )
+        if result.profile is None:
+            raise CypherError("Neo4j answered no profile for the query", "send one MATCH ... RETURN statement")
+        return {
+            "plan": plan_tree(result.profile, measured=True),
+            "row_count": len(result.rows),
+            "elapsed_ms": round(result.elapsed_ms, 2),
+        }
 
     @contextmanager
     def _slot(self, hint: str) -> Iterator[tuple[str, threading.Event]]:
@@ -516,8 +546,10 @@ class ReadOnlyCypher:
                 self._verdict_chars -= len(old)
 
     def _execute(
-        self, query: str, params: dict[str, Any], tag: str, abandoned: threading.Event
-    ) -> tuple[list[str], list[dict[str, Any]], bool, int]:
+        self, query: str, params: dict[str, Any], tag: str, abandoned: threading.Event, profile: bool = False
+    ) -> tuple[list[str], list[dict[str, Any]], bool, int, dict[str, Any] | None]:
+        """Rows as JSON within the caps, whether cut, their bytes, and (`profile`: run under PROFILE) the
+        measured plan Neo4j sends once the answer is read to its end (None when cut)."""
         rows: list[dict[str, Any]] = []
         size = 0
         with self.store.session(read_only=True) as session:
@@ -528,22 +560,23 @@ class ReadOnlyCypher:
             watchdog.start()
             complete = False
             try:
-                result = tx.run(query, params)
+                result = tx.run(profile_text(query) if profile else query, params)
                 columns = list(result.keys())
                 for record in result:
                     raw = dict(record.items())
                     # The floor first: a row far over the cap (a 15-million-element list) is refused without
                     # converting and serialising it, which alone took seconds past the timeout.
                     if len(rows) == self.row_cap or size + json_size_floor(raw, self.byte_cap) > self.byte_cap:
-                        return self._cut(columns, rows, size)
+                        return (*self._cut(columns, rows, size), None)
                     row = {k: to_json(v) for k, v in raw.items()}
                     row_bytes = len(json.dumps(row, default=str))
                     if size + row_bytes > self.byte_cap:
-                        return self._cut(columns, rows, size)
+                        return (*self._cut(columns, rows, size), None)
                     rows.append(row)
                     size += row_bytes
+                measured = result.consume().profile if profile else None
                 complete = True
-                return columns, rows, False, size
+                return columns, rows, False, size, measured
             except (Neo4jError, DriverError, OSError):
                 if abandoned.is_set():
                     raise self._timeout() from None
@@ -610,25 +643,48 @@ class ReadOnlyCypher:
 PLAN_MAX_OPERATORS = 500  # a plan tree larger than this is cut (marked `cut`): the page draws it as a list
 
 
-def plan_tree(plan: Mapping[str, Any]) -> dict[str, Any]:
+# Per operator, what PROFILE measured: (answer key, Bolt's key on the operator, its key among the arguments).
+_MEASURES = (
+    ("rows", "rows", "Rows"),
+    ("db_hits", "dbHits", "DbHits"),
+    ("page_cache_hits", "pageCacheHits", "PageCacheHits"),
+    ("page_cache_misses", "pageCacheMisses", "PageCacheMisses"),
+    ("memory_bytes", None, "Memory"),
+)
+
+
+def plan_tree(plan: Mapping[str, Any], measured: bool = False) -> dict[str, Any]:
     """Neo4j's raw plan as the API answers it: per operator its name, Details text, estimated rows, the
-    variables it binds and its children; at most PLAN_MAX_OPERATORS operators (iterative: no recursion)."""
+    variables it binds and its children; at most PLAN_MAX_OPERATORS operators (iterative: no recursion).
+    A `measured` (PROFILE) plan adds per operator rows, db hits, page cache hits and misses, memory and
+    time in ms where Neo4j reports them (null where not: the Community server's runtime reports no time),
+    and marks the operator with the most db hits `slowest`."""
 
     def node(op: Mapping[str, Any]) -> dict[str, Any]:
-        args = op.get("arguments") or {}
+        args = op.get("args") or op.get("arguments") or {}  # Bolt sends `args`
         rows = args.get("EstimatedRows")
-        return {
+        out: dict[str, Any] = {
             "operator": str(op.get("operatorType", "")).split("@", 1)[0],
             "details": str(args.get("Details", ""))[:1000],
             "estimated_rows": round(float(rows), 1) if isinstance(rows, int | float) else None,
             "identifiers": [str(i) for i in (op.get("identifiers") or [])][:50],
             "children": [],
         }
+        if measured:
+            for key, bolt, arg in _MEASURES:
+                value = op.get(bolt) if bolt else None
+                value = args.get(arg) if value is None else value
+                out[key] = int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+            nanos = op.get("time", args.get("Time"))
+            out["time_ms"] = round(nanos / 1e6, 3) if isinstance(nanos, int | float) and nanos > 0 else None
+        return out
 
     root = node(plan)
-    stack, count = [(plan, root)], 1
+    stack, count, slowest = [(plan, root)], 1, root
     while stack:
         raw, out = stack.pop()
+        if measured and (out["db_hits"] or 0) > (slowest["db_hits"] or 0):
+            slowest = out
         for child in raw.get("children") or []:
             if count >= PLAN_MAX_OPERATORS:
                 out["cut"] = True
@@ -637,6 +693,8 @@ def plan_tree(plan: Mapping[str, Any]) -> dict[str, Any]:
             out["children"].append(made)
             stack.append((child, made))
             count += 1
+    if measured and (slowest["db_hits"] or 0) > 0:
+        slowest["slowest"] = True
     return root
 
 
@@ -651,6 +709,11 @@ def _checked_text(query: str) -> str:
 def explain_text(query: str) -> str:
     """The query as planned for the check: EXPLAIN in front of it (an EXPLAIN or PROFILE it had is replaced)."""
     return _EXPLAIN_PREFIX + _MODE_PREFIX.sub("", query, count=1)
+
+
+def profile_text(query: str) -> str:
+    """The query as run to be measured: PROFILE in front of it (an EXPLAIN or PROFILE it had is replaced)."""
+    return "PROFILE " + _MODE_PREFIX.sub("", query, count=1)
 
 
 def _abandon(tx: neo4j.Transaction, abandoned: threading.Event) -> None:

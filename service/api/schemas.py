@@ -373,10 +373,23 @@ class GraphSchema(BaseModel):
     property_keys: list[str] = Field(description="every property key in use (embeddings left out), at most 1000")
 
 
+class PlanRequest(CypherRequest):
+    profile: bool = Field(
+        False,
+        description="run the statement under PROFILE (after the same guard and within the same limits as POST "
+        "/cypher) and answer the measured plan; false: EXPLAIN, nothing runs",
+    )
+
+
 class PlanOut(BaseModel):
     plan: dict[str, Any] = Field(
-        description="the root operator: `operator`, `details`, `estimated_rows`, `identifiers`, `children`"
+        description="the root operator: `operator`, `details`, `estimated_rows`, `identifiers`, `children`; "
+        "profiled, also `rows`, `db_hits`, `page_cache_hits`, `page_cache_misses`, `memory_bytes`, `time_ms` "
+        "(null where Neo4j does not report them) and `slowest: true` on the operator with the most db hits"
     )
+    profiled: bool = Field(False, description="true when the statement ran under PROFILE")
+    row_count: int | None = Field(None, description="profiled: the rows the statement answered")
+    elapsed_ms: float | None = Field(None, description="profiled: the guarded run's wall time, plan check included")
 
 
 class Artefact(BaseModel):

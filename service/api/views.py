@@ -166,6 +166,50 @@ def experiences_page(
     return {"items": items, "next_cursor": encode_cursor(items[-1]["created_at"], items[-1]["id"]) if more else None}
 
 
+# -- bootstraps -----------------------------------------------------------------------------------------
+
+
+def bootstraps_page(store: GraphStore, limit: int, cursor: str | None) -> dict[str, Any]:
+    """Bootstraps newest first with their runs counted (all, done) and the latest time anything of them
+    started or ended; keyset pagination on (started_at, id) with the experiences' cursor."""
+    params: dict[str, Any] = {"limit": limit + 1}
+    where = ""
+    if cursor:
+        after_t, after_id = decode_cursor(cursor)
+        where = "WHERE b.started_at < $after_t OR (b.started_at = $after_t AND b.id < $after_id) "
+        params.update(after_t=after_t, after_id=after_id)
+    rows = _rows(
+        store,
+        f"MATCH (b:Bootstrap) {where}WITH b ORDER BY b.started_at DESC, b.id DESC LIMIT $limit "
+        "OPTIONAL MATCH (r:Run {bootstrap_id: b.id}) "
+        "WITH b, count(r) AS runs, count(CASE WHEN r.status = 'done' THEN 1 END) AS done, "
+        "max(r.started_at) AS run_started, max(r.finished_at) AS run_finished "
+        "WITH b, runs, done, [t IN [b.started_at, b.finished_at, run_started, run_finished] WHERE t IS NOT NULL] AS ts "
+        "RETURN b {.id, .status, .tasks, .targets, .executor, .executors, .started_at} AS b, runs, done, "
+        "reduce(m = null, t IN ts | CASE WHEN m IS NULL OR t > m THEN t ELSE m END) AS updated_at "
+        "ORDER BY b.started_at DESC, b.id DESC",
+        **params,
+    )
+    items = [
+        {
+            "id": r["b"]["id"],
+            "status": r["b"]["status"],
+            "created_at": r["b"]["started_at"],
+            "updated_at": r["updated_at"],
+            "tasks": len(json.loads(r["b"]["tasks"] or "[]")),
+            "targets": len(json.loads(r["b"]["targets"] or "[]")),
+            "runs_total": r["runs"],
+            "runs_done": r["done"],
+            "executor": r["b"].get("executor") or "",
+            "executors": r["b"].get("executors") or [],
+            "url": f"/bootstraps/{r['b']['id']}",
+        }
+        for r in rows[:limit]
+    ]
+    more = len(rows) > limit and items
+    return {"items": items, "next_cursor": encode_cursor(items[-1]["created_at"], items[-1]["id"]) if more else None}
+
+
 def _status(status: str | None) -> str | None:
     if status is None:
         return None

@@ -377,6 +377,7 @@ async function listExperiences(event, more = false) {
 
 async function loadRuns() {
   if (!sessionStorage.getItem(KEY_STORE)) return;
+  loadBootstraps();
   const list = await api("/runs?limit=10").catch(() => null);
   if (!list) return;
   $("runs-rows").replaceChildren(...list.items.map((r) => el("tr", { class: "clickable", onclick: () => openRun(r.id) },
@@ -388,6 +389,17 @@ async function loadRuns() {
     el("td", { class: "num" }, speeds(r.best_competent_speedup, r.best_speedup)
       + overLibrary(r.best_speedup_over_library, r.library_label)))));
   pickedRuns();
+}
+
+async function loadBootstraps() {
+  const list = await api("/bootstraps?limit=10").catch(() => null);
+  if (!list) return;
+  $("bootstraps-rows").replaceChildren(...list.items.map((b) => el("tr", {},
+    el("td", {}, el("a", { href: `#/bootstraps/${encodeURIComponent(b.id)}`, title: b.url }, b.id)), el("td", { class: statusClass(b.status) }, b.status),
+    el("td", { class: "num" }, `${b.runs_done}/${b.runs_total}`), el("td", {}, `${b.tasks} × ${b.targets}`),
+    el("td", { class: "muted" }, when(b.created_at)), el("td", { class: "muted" }, when(b.updated_at)),
+    el("td", { class: "muted" }, b.executors.length ? b.executors[b.executors.length - 1] : b.executor))));
+  $("bootstraps-none").classList.toggle("hidden", list.items.length > 0);
 }
 
 function pickedRuns() {
@@ -832,21 +844,37 @@ async function loadSchema() {
   $("schema-keys").replaceChildren(...s.property_keys.map((k) => el("li", {}, k)));
 }
 
-async function explainCypher() {
+// Explain: Neo4j's plan, nothing runs. Profile: the query runs (as Run does, same guard and limits) and each
+// operator shows what Neo4j measured; the one with the most db hits is highlighted.
+async function planCypher(profile) {
   const query = $("cypher-text").value;
   remember(query);
   clearAnswer();
-  const out = await guarded(() => api("/cypher/plan", { json: { query } }));
+  const out = await guarded(() => api("/cypher/plan", { json: { query, profile } }));
   if (!out) return;
+  if (out.profiled) {
+    let hits = 0;
+    const walk = (op) => { hits += op.db_hits || 0; op.children.forEach(walk); };
+    walk(out.plan);
+    $("cypher-summary").textContent = `profiled: ${out.row_count} rows in ${Math.round(out.elapsed_ms)} ms`
+      + ` · ${hits.toLocaleString()} db hits`;
+  }
   $("cypher-plan").replaceChildren(el("ul", { class: "plan-tree" }, planNode(out.plan)));
   showView("plan");
 }
 
+// What PROFILE measured per operator, as the plan view labels it; a measure Neo4j did not report is left out.
+const PLAN_MEASURES = [["rows", "rows"], ["db_hits", "db hits"], ["page_cache_hits", "page cache hits"],
+  ["page_cache_misses", "misses"], ["memory_bytes", "bytes"], ["time_ms", "ms"]];
+
 function planNode(op) {
+  const measures = PLAN_MEASURES.filter(([k]) => op[k] !== null && op[k] !== undefined)
+    .map(([k, label]) => el("span", { class: "measure", "data-measure": k }, `${op[k].toLocaleString()} ${label}`));
   return el("li", {},
-    el("div", { class: "op" }, el("strong", {}, op.operator),
+    el("div", { class: op.slowest ? "op slowest" : "op", title: op.slowest ? "the most db hits of the plan" : null },
+      el("strong", {}, op.operator),
       op.estimated_rows !== null ? el("span", { class: "muted" }, ` · est. ${op.estimated_rows} rows`) : null,
-      op.details ? el("code", {}, op.details) : null, op.cut ? el("em", { class: "muted" }, " (cut)") : null),
+      measures, op.details ? el("code", {}, op.details) : null, op.cut ? el("em", { class: "muted" }, " (cut)") : null),
     op.children.length ? el("ul", {}, op.children.map(planNode)) : null);
 }
 
@@ -1227,7 +1255,8 @@ document.addEventListener("DOMContentLoaded", () => {
   $("view-table").addEventListener("click", () => showView("table"));
   $("view-graph").addEventListener("click", () => showView("graph"));
   $("view-plan").addEventListener("click", () => showView("plan"));
-  $("cypher-explain").addEventListener("click", explainCypher);
+  $("cypher-explain").addEventListener("click", () => planCypher(false));
+  $("cypher-profile").addEventListener("click", () => planCypher(true));
   $("cypher-history").addEventListener("change", (ev) => { if (ev.target.value) $("cypher-text").value = ev.target.value; });
   $("export-csv").addEventListener("click", () => exportAnswer("csv"));
   $("export-json").addEventListener("click", () => exportAnswer("json"));

@@ -363,9 +363,14 @@ def test_graph_view_connects_colours_and_inspects_the_answer(
     assert '"t-lmul-gemv"' in saved and '"columns"' in saved
     saved = exported(browser, "csv")
     assert saved.startswith("t,c,i\r\n") and "t-lmul-gemv" in saved
-    # The plan of the query, without running it.
+    # The plan of the query, without running it; then profiled: what each operator measured, the busiest marked.
     browser.find_element(By.ID, "cypher-explain").click()
     wait.until(lambda d: "ProduceResults" in d.find_element(By.ID, "cypher-plan").text)
+    assert not browser.find_elements(By.CSS_SELECTOR, "#cypher-plan .measure")
+    browser.find_element(By.ID, "cypher-profile").click()
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, '#cypher-plan .measure[data-measure="db_hits"]'))
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#cypher-plan .op.slowest")) == 1
+    assert browser.find_element(By.ID, "cypher-summary").text.startswith("profiled: 1 rows")
     # A refused query: the error alone, nothing of the previous answer left under it.
     browser.find_element(By.ID, "cypher-go").click()
     wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#cypher-rows tbody tr"))
@@ -424,10 +429,16 @@ def test_a_run_has_a_url_parameters_artefacts_diff_and_comparison(
     assert rows["run"] == [SEED_RUN, OTHER_RUN] and rows["seed"] == ["0", "7"]
     assert rows["best: competent / -O3"][0] == "1.20× / 1.80×"
     browser.save_screenshot(str(tmp_path / "compare.png"))
+    # The bootstraps are listed with their runs done, each linking to its own address.
+    wait.until(lambda d: BOOTSTRAP in d.find_element(By.ID, "bootstraps-rows").text)
+    row = browser.find_element(By.CSS_SELECTOR, "#bootstraps-rows tr")
+    assert row.find_element(By.TAG_NAME, "a").get_attribute("href").endswith(f"#/bootstraps/{BOOTSTRAP}")
+    assert "1/1" in row.text and "done" in row.text
     # A bootstrap has its address too, reached from its run's parameters.
     browser.find_element(By.LINK_TEXT, OTHER_RUN).click()
-    wait.until(lambda d: d.find_elements(By.LINK_TEXT, BOOTSTRAP))
-    browser.find_element(By.LINK_TEXT, BOOTSTRAP).click()
+    in_params = (By.CSS_SELECTOR, f'#run-params a[href$="#/bootstraps/{BOOTSTRAP}"]')
+    wait.until(lambda d: d.find_elements(*in_params))
+    browser.find_element(*in_params).click()
     wait.until(lambda d: OTHER_RUN in d.find_element(By.ID, "bootstrap-rows").text)
     assert browser.current_url.endswith(f"#/bootstraps/{BOOTSTRAP}")
     assert page_errors(browser) == []

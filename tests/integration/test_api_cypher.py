@@ -340,3 +340,28 @@ def test_graph_schema_and_plan(client: TestClient) -> None:
     assert r.status_code == 403 and r.json()["error"]["code"] == "write_refused"
     assert node_count(client.app.state.eok.container.store) == before
     assert client.post("/cypher/plan", json={"query": q}, headers=READER).status_code == 403
+
+
+def test_profile_runs_the_query_and_measures_each_operator(client: TestClient) -> None:
+    q = "MATCH (t:Thought)-[:EVIDENCED_BY]->(c:Commit) WHERE t.id = $id RETURN c.sha"
+    body = {"query": q, "params": {"id": "t-lmul-gemv"}, "profile": True}
+    r = client.post("/cypher/plan", json=body, headers=ANALYST)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert out["profiled"] is True and out["row_count"] == 1 and out["elapsed_ms"] > 0
+    ops, stack = [], [out["plan"]]
+    while stack:
+        op = stack.pop()
+        ops.append(op)
+        stack.extend(op["children"])
+    assert ops[0]["operator"] == "ProduceResults" and ops[0]["rows"] == 1
+    assert all(isinstance(op["db_hits"], int) and isinstance(op["page_cache_hits"], int) for op in ops)
+    expand = next(op for op in ops if op["operator"].startswith("Expand"))
+    assert expand["rows"] == 1 and expand["db_hits"] > 0 and expand["estimated_rows"] is not None
+    assert expand["details"].startswith("(t)-[")
+    slowest = [op for op in ops if op.get("slowest")]
+    assert len(slowest) == 1 and slowest[0]["db_hits"] == max(op["db_hits"] for op in ops)
+    # Without `profile`: EXPLAIN, estimates only; a reader's key may do neither.
+    explained = client.post("/cypher/plan", json={**body, "profile": False}, headers=ANALYST).json()
+    assert explained["profiled"] is False and "db_hits" not in explained["plan"]
+    assert client.post("/cypher/plan", json=body, headers=READER).status_code == 403

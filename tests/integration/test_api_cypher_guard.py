@@ -457,3 +457,29 @@ def test_the_memory_limit_of_one_query_is_a_400_naming_it(client: TestClient, ap
     assert r.status_code == 400 and r.json()["error"]["code"] == "query_memory_limit", r.text
     assert "256" in r.json()["error"]["message"] and "db.memory.transaction.max" in r.json()["error"]["message"]
     _answers_as_usual(client)
+
+
+def test_profile_is_refused_and_bounded_exactly_as_cypher_is(client: TestClient, api_graph: Container) -> None:
+    """PROFILE runs the statement, so it goes POST /cypher's own way: what /cypher refuses or stops at a limit,
+    the profile refuses or stops with the same status and message, and nothing of it ran on or changed."""
+    _drained(api_graph)
+    before = fingerprint(api_graph.store)
+    pattern, subject = REDOS[0]
+    for query, params in (
+        ("CREATE (n:Intruder {name: 'x'}) RETURN n", {}),  # a write: 403
+        ("PROFILE MATCH (n) SET n.x = 1", {}),
+        ("RETURN $s =~ $re AS m", {"s": subject, "re": pattern}),  # a regular expression past the bound: 403
+        ("RETURN reduce(a = [], i IN range(1, 3000) | [a]) AS deep", {}),  # nested past the bound: 400
+    ):
+        ran = client.post("/cypher", json={"query": query, "params": params}, headers=ANALYST)
+        body = {"query": query, "params": params, "profile": True}
+        profiled = client.post("/cypher/plan", json=body, headers=ANALYST)
+        assert ran.status_code in (400, 403), (query, ran.text)
+        assert (profiled.status_code, profiled.json()["error"]) == (ran.status_code, ran.json()["error"]), query
+    assert fingerprint(api_graph.store) == before
+    # /cypher cuts an answer at the row cap; a profile of a cut answer would measure nothing: a 400 naming it.
+    r = client.post(
+        "/cypher/plan", json={"query": "UNWIND range(1, 500) AS i RETURN i", "profile": True}, headers=ANALYST
+    )
+    assert r.status_code == 400 and "row cap (20 rows)" in r.json()["error"]["message"], r.text
+    _answers_as_usual(client)

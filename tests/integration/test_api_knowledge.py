@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime, timedelta
 
 from fastapi.testclient import TestClient
 
 from core.settings import Settings
+from knowledge.models import Bootstrap, Run, RunStatus
 from tests.integration.conftest import PAGED_EXPERIENCES, READER, SEED_RUN
 
 
@@ -173,3 +175,38 @@ def test_run_artefacts_are_served_read_only_from_the_run_folder(client: TestClie
     body = client.get(f"/runs/{SEED_RUN}", headers=READER).json()
     assert (body["seed"], body["generator"], body["directions"], body["budget"]) == (0, "offline", 1, 3)
     assert body["runner"] is None and body["bootstrap_id"] is None  # the seeded run records neither
+
+
+def test_bootstraps_are_listed_newest_first_in_pages(client: TestClient) -> None:
+    store = client.app.state.eok.container.store
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    boots = [
+        Bootstrap(
+            id=f"boot-list-{i}",
+            tasks='["relu", "sscal"]',
+            targets='["k1-x60"]',
+            budget=2,
+            started_at=at + timedelta(hours=i),
+        )
+        for i in range(3)
+    ]
+    runs = [
+        Run(id=f"boot-list-2-{t}", bootstrap_id="boot-list-2", task_id=t, target_key="k1-x60", budget=2, status=s)
+        for t, s in (("relu", RunStatus.DONE), ("sscal", RunStatus.QUEUED))
+    ]
+    runs[0].finished_at = at + timedelta(hours=5)
+    store.upsert_nodes([*boots, *runs])
+    try:
+        r = client.get("/bootstraps", params={"limit": 2}, headers=READER)
+        assert r.status_code == 200, r.text
+        first = r.json()
+        assert [b["id"] for b in first["items"]] == ["boot-list-2", "boot-list-1"]  # newest first
+        newest = first["items"][0]
+        assert (newest["tasks"], newest["targets"], newest["runs_total"], newest["runs_done"]) == (2, 1, 2, 1)
+        assert newest["url"] == "/bootstraps/boot-list-2" and newest["active"] is False
+        assert newest["created_at"].startswith("2026-01-01T02:00") and newest["updated_at"] >= "2026-01-01T05:00"
+        r = client.get("/bootstraps", params={"limit": 2, "cursor": first["next_cursor"]}, headers=READER)
+        assert [b["id"] for b in r.json()["items"]] == ["boot-list-0"] and r.json()["next_cursor"] is None
+        assert client.get("/bootstraps", params={"cursor": "nope"}, headers=READER).status_code == 422
+    finally:
+        store.write("MATCH (n) WHERE n.id STARTS WITH 'boot-list-' DETACH DELETE n")

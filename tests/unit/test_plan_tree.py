@@ -6,7 +6,8 @@ from service.api.cypher import PLAN_MAX_OPERATORS, plan_tree
 
 
 def _op(name: str, children: list[dict] | None = None, **args: object) -> dict:
-    return {"operatorType": f"{name}@neo4j", "arguments": args, "identifiers": ["t"], "children": children or []}
+    # as Bolt sends it (the driver's summary.plan / summary.profile): the arguments under `args`
+    return {"operatorType": f"{name}@neo4j", "args": args, "identifiers": ["t"], "children": children or []}
 
 
 def test_operators_details_and_estimates_are_kept() -> None:
@@ -35,3 +36,22 @@ def test_a_plan_deeper_than_the_bound_is_cut_without_recursion() -> None:
         deepest = node
         node = node["children"][0] if node["children"] else None
     assert count == PLAN_MAX_OPERATORS and deepest is not None and deepest.get("cut") is True
+
+
+def test_a_profiled_plan_has_the_measures_and_marks_the_operator_with_most_db_hits() -> None:
+    scan = {**_op("NodeByLabelScan", Details="t:Thought", EstimatedRows=25, Time=2_500_000), "dbHits": 26}
+    scan.update(rows=25, pageCacheHits=3, pageCacheMisses=1)
+    expand = {**_op("Expand(All)", [scan], EstimatedRows=4.5), "dbHits": 40, "rows": 7}
+    root = {**_op("ProduceResults", [expand]), "dbHits": 0, "rows": 7}
+    tree = plan_tree(root, measured=True)
+    out_expand, out_scan = tree["children"][0], tree["children"][0]["children"][0]
+    assert (out_scan["rows"], out_scan["db_hits"], out_scan["page_cache_hits"], out_scan["page_cache_misses"]) == (
+        25,
+        26,
+        3,
+        1,
+    )
+    assert out_scan["time_ms"] == 2.5 and out_scan["estimated_rows"] == 25.0  # Neo4j reports nanoseconds
+    assert out_expand["time_ms"] is None and out_expand["page_cache_hits"] is None  # not reported: null
+    assert [op.get("slowest", False) for op in (tree, out_expand, out_scan)] == [False, True, False]
+    assert "db_hits" not in plan_tree(root)  # EXPLAIN: estimates only

@@ -11,16 +11,18 @@ import asyncio
 import json
 import threading
 from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Path, Request
+from fastapi import APIRouter, Header, Path, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from agent.bootstrap import BootstrapEvent, Bootstrapper, BootstrapRequest, PairRow, Yardsticks
 from knowledge.models import RunStatus
-from service.api.deps import OperatorKey, ReaderKey, get_state
+from service.api import views
+from service.api.deps import OperatorKey, ReaderKey, StoreDep, get_state
 from service.api.errors import Conflict
 from service.api.schemas import ErrorResponse
 
@@ -49,6 +51,26 @@ class BootstrapDetail(BaseModel):
     yardsticks: Yardsticks = Field(
         description="medians over the competent baseline and, where a library was configured, over the library"
     )
+
+
+class BootstrapSummary(BaseModel):
+    id: str
+    status: RunStatus
+    created_at: datetime = Field(description="when it was planned")
+    updated_at: datetime = Field(description="the latest time it or one of its runs started or ended")
+    tasks: int = Field(description="tasks in its plan")
+    targets: int = Field(description="targets in its plan")
+    runs_total: int = Field(description="its runs: one per (task, target)")
+    runs_done: int = Field(description="its runs that are done")
+    executor: str = Field(description="where its evaluations run now (the latest execution)")
+    executors: list[str] = Field(description="where each execution ran: the first, then each resume")
+    active: bool = Field(description="executing in this service now")
+    url: str
+
+
+class BootstrapPage(BaseModel):
+    items: list[BootstrapSummary]
+    next_cursor: str | None = Field(None, description="pass as `cursor` for the next page; null at the end")
 
 
 class _Channel:
@@ -236,6 +258,22 @@ async def resume_bootstrap(_: OperatorKey, request: Request, bootstrap_id: Boots
     """Go on with the pairs not done yet (failed and interrupted runs keep their experiences)."""
     svc = await run_in_threadpool(get_bootstraps, request)
     return _accepted(await run_in_threadpool(svc.resume, bootstrap_id))
+
+
+@router.get("/bootstraps", response_model=BootstrapPage, responses={422: {"model": ErrorResponse}})
+def list_bootstraps(
+    _: ReaderKey,
+    request: Request,
+    store: StoreDep,
+    limit: Annotated[int, Query(ge=1, le=200)] = 20,
+    cursor: Annotated[str | None, Query(max_length=1000, description="next_cursor of the previous page")] = None,
+) -> BootstrapPage:
+    """Bootstraps, newest first, each with its runs counted and its own URL; paged with `next_cursor`."""
+    page = views.bootstraps_page(store, limit, cursor or None)
+    svc: BootstrapService | None = getattr(request.app.state, "eok_bootstraps", None)  # none executed here yet
+    for item in page["items"]:
+        item["active"] = svc is not None and svc.is_active(item["id"])
+    return BootstrapPage.model_validate(page)
 
 
 @router.get("/bootstraps/{bootstrap_id}", response_model=BootstrapDetail, responses={404: {"model": ErrorResponse}})

@@ -17,7 +17,8 @@ from neo4j.exceptions import DriverError, Neo4jError, ServiceUnavailable, Sessio
 from core.errors import NotFound, Unavailable
 from service.api.cypher import to_json, translate_neo4j_error
 from service.api.deps import AnalystKey, CypherDep, StateDep
-from service.api.schemas import CypherRequest, EdgesRequest, ErrorResponse, GraphSchema, PlanOut, Subgraph
+from service.api.routes.queries import audit
+from service.api.schemas import EdgesRequest, ErrorResponse, GraphSchema, PlanOut, PlanRequest, Subgraph
 
 router = APIRouter(tags=["cypher"], responses={401: {"model": ErrorResponse}, 403: {"model": ErrorResponse}})
 _ERRORS = {400: {"model": ErrorResponse}, 422: {"model": ErrorResponse}, 503: {"model": ErrorResponse}}
@@ -93,7 +94,14 @@ def schema(_: AnalystKey, state: StateDep) -> GraphSchema:
 
 
 @router.post("/cypher/plan", response_model=PlanOut, responses={**_ERRORS, 404: {"model": ErrorResponse}})
-def plan(_: AnalystKey, cypher: CypherDep, body: CypherRequest) -> PlanOut:
+def plan(caller: AnalystKey, cypher: CypherDep, body: PlanRequest) -> PlanOut:
     """Neo4j's EXPLAIN plan of one statement (nothing runs), after the same guard as POST /cypher (a query it
-    refuses is refused here, 403): the operator tree with Details and estimated rows, at most 500 operators."""
-    return PlanOut(plan=cypher.explain(body.query, body.params))
+    refuses is refused here, 403): the operator tree with Details and estimated rows, at most 500 operators.
+
+    With `"profile": true` the statement runs under PROFILE on POST /cypher's own path (the same guard, slots,
+    timeout, memory limit, row and byte caps and nesting bound; refused and stopped exactly as there) and
+    the tree adds what Neo4j measured per operator; an answer cut at a cap is a 400 (nothing measured)."""
+    if not body.profile:
+        return PlanOut(plan=cypher.explain(body.query, body.params))
+    audit(caller, body.query, "profile")
+    return PlanOut(profiled=True, **cypher.profile(body.query, body.params))

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Path
 from service.api.cypher import get_saved_query
 from service.api.deps import AnalystKey, CypherDep, StateDep
 from service.api.schemas import CypherRequest, ErrorResponse, QueryInfo, QueryList, QueryResultOut, QueryRunRequest
+from service.api.security import Caller
 
 log = logging.getLogger("eok.api.audit")
 router = APIRouter(tags=["cypher"], responses={401: {"model": ErrorResponse}, 403: {"model": ErrorResponse}})
@@ -50,9 +51,13 @@ def run_cypher(caller: AnalystKey, cypher: CypherDep, body: CypherRequest) -> Qu
     run), in a READ transaction that times out after settings.cypher_timeout_s; rows stop at
     settings.cypher_row_cap or before settings.cypher_byte_cap bytes. 503 when earlier runaway queries
     still hold every slot."""
-    # Audit: which key sent what (key id, never the key; the query's hash and its start), before it runs:
-    # a query that takes the database down is still on record.
-    digest = hashlib.sha256(body.query.encode()).hexdigest()[:12]
-    log.info("cypher by %s: %s %r", caller.key_id, digest, body.query[:200])
+    audit(caller, body.query)
     result = cypher.run(body.query, body.params)
     return QueryResultOut.model_validate(result.as_dict())
+
+
+def audit(caller: Caller, query: str, mode: str = "cypher") -> None:
+    """Which key sent what (key id, never the key; the query's hash and its start), before it runs: a query
+    that takes the database down is still on record."""
+    digest = hashlib.sha256(query.encode()).hexdigest()[:12]
+    log.info("%s by %s: %s %r", mode, caller.key_id, digest, query[:200])
