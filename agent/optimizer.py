@@ -374,7 +374,31 @@ class Optimizer:
             seed = self._transferred(p, offline, state)
             if seed is not None and seed.key not in {s.key for s in seeds}:
                 seeds.append(seed)
+        if not seeds and isinstance(self._generator_for(state.run), OfflineCandidateGenerator):
+            seeds.extend(self._hand_vectorized(state))
         return seeds
+
+    def _hand_vectorized(self, state: RunState) -> list[Generated]:
+        """A cold offline run's first candidate: the generator's hand-vectorized kernel for the task, as plain
+        RVV code (LMUL 1, no unrolling). Without it a run whose directions name only techniques the task's
+        kernel family has no knob for (LMUL, widening for quantize_row_q8_0) tuned auto-vectorized C and never
+        wrote the vector kernel: the mined graph's focused directions lost to a blank graph's scattered ones
+        (bench_ablation, 2026-12-03). It is the generator's own expertise, not the graph's, so it credits no
+        thought, and the directions then tune it as any parent."""
+        gen = OfflineGenerator(state.task, state.target, start="plain")
+        families = gen.families()[:-1]  # the last is "generic": clang's own vectorizer, not a kernel
+        if not families:
+            return []
+        v = gen.render(families[0], gen.knobs_at_start(families[0]))
+        return [
+            Generated(
+                code=v.code,
+                cflags=list(v.cflags),
+                key=v.key,
+                variant=v,
+                description=f"{v.family}: the task's vector kernel, plain",
+            )
+        ]
 
     def _transferred(self, p: PriorExperience, gen: OfflineGenerator, state: RunState) -> Generated | None:
         """Another task's or target's best decision as a candidate for this run (agent/transfer.py)."""

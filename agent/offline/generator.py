@@ -148,6 +148,10 @@ class OfflineGenerator:
         """Names of the families that apply to this task, best first, then "generic"."""
         return [s.name for s in self.spaces]
 
+    def knobs_at_start(self, family: str) -> dict[str, KnobValue]:
+        """The knob settings a family is entered at (its plain or tuned start, as this generator's `start`)."""
+        return self._space_named(family).start(self.start)
+
     def knobs(self, family: str) -> list[Knob]:
         """The knobs of one applicable family (for reports and the benchmark script)."""
         return self._space_named(family).knobs

@@ -47,10 +47,16 @@ def test_offline_run_records_every_candidate_and_learns(container, task: str) ->
         run=run.id,
         task=task,
     )
-    assert len(rows) == 6
+    # The first candidate of a cold offline run is the generator's own vector kernel (a seed): it applies no
+    # thought, and every other candidate applies the one its direction drew.
+    assert len(rows) == 5
+    seeded = container.store.read(
+        "MATCH (x:Experience {run_id: $run}) WHERE NOT (x)-[:APPLIED]->() RETURN x.variant AS v", run=run.id
+    )
+    assert len(seeded) == 1 and json.loads(seeded[0]["v"])["family"] != "generic"
     assert all(r["m"] == "modeled" for r in rows if r["status"] == "ok")
     trials = container.store.read("MATCH (:Thought)-[e:EFFECT_ON]->(:Target {key: 'k1-x60'}) RETURN sum(e.trials) AS n")
-    assert trials[0]["n"] == 6  # statistics moved once per evaluated candidate
+    assert trials[0]["n"] == 5  # statistics moved once per candidate that applied a thought
     assert out.best is not None and out.run.best_speedup == out.best.speedup
     assert out.run.best_speedup > 1.0, "the offline generator should beat clang -O3 on this task"
     report = Path(out.artifacts["report"]).read_text()
