@@ -50,3 +50,17 @@ def test_a_timed_out_expression_does_not_run_on_in_neo4j(client: TestClient, api
         q=RUNAWAY[:30],
     )[0]["n"]
     assert running == 0, "the timed-out reduce still runs in Neo4j and holds an analyst slot"
+
+
+def test_a_list_comprehension_is_held_to_the_transaction_memory_limit(client: TestClient) -> None:
+    """F3: Neo4j holds collect() to db.memory.transaction.max (256 MiB: `UNWIND range(1, 4000000) AS x
+    RETURN size(collect(toString(x)))` is `400 query_memory_limit`) but not a list comprehension: 4 million
+    strings (well over 256 MiB on the heap) come back 200, and 30 million (`RETURN size([x IN range(1,
+    30000000) | toString(x)]) AS n`) end the Neo4j JVM with OutOfMemoryError after the service's timeout
+    answer (the graph is gone ~45 s for every user)."""
+    built = client.post(
+        "/cypher",
+        json={"query": "RETURN size([x IN range(1, $n) | toString(x)]) AS n", "params": {"n": 4_000_000}},
+        headers=ANALYST,
+    )
+    assert built.status_code == 400 and built.json()["error"]["code"] == "query_memory_limit", built.text[:300]
