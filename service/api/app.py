@@ -8,10 +8,13 @@ earlier process left unfinished. At shutdown: running runs are stopped and recor
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
+from functools import partial
 from typing import Any
 
 from fastapi import FastAPI
@@ -126,7 +129,13 @@ def _assemble(
         container=container,
         keys=keys,
         queries=load_saved_queries(),
-        cypher=ReadOnlyCypher(store, settings.cypher_timeout_s, settings.cypher_row_cap, settings.cypher_byte_cap),
+        cypher=ReadOnlyCypher(
+            store,
+            settings.cypher_timeout_s,
+            settings.cypher_row_cap,
+            settings.cypher_byte_cap,
+            on_stuck=partial(_end_local_neo4j, settings) if settings.uses_local_neo4j else None,
+        ),
         runs=manager,
     )
 
@@ -165,6 +174,23 @@ def _stop_runs_on_signal(runs: RunManager) -> Callable[[], None]:
 
 VECTOR_SYNC_INTERVAL_S = 10.0
 NEO4J_WATCH_INTERVAL_S = 2.0
+
+
+def _end_local_neo4j(settings: Settings) -> None:
+    """End every transaction of the local Neo4j at once and start it again: SIGKILL (a statement it cannot
+    stop also holds up a graceful stop), then start (Neo4j recovers its store). Done here rather than left to
+    the supervisor below, which may already have stopped with the service."""
+    if (pid := local_neo4j.pid(settings)) is not None:
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while local_neo4j.pid(settings) == pid and time.monotonic() < deadline:
+            time.sleep(0.1)
+    try:
+        local_neo4j.start(settings)
+        log.warning("the local Neo4j is back on %s", settings.bolt_uri)
+    except EokError as e:
+        log.error("could not start the local Neo4j again: %s", e.message)
 
 
 def _supervise_local_neo4j(settings: Settings) -> threading.Event:

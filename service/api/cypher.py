@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import math
 import re
 import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,8 +51,16 @@ from neo4j.graph import Relationship as GraphRelationship
 from core.errors import EokError, InvalidInput, NotFound, Unavailable
 from core.settings import PROJECT_ROOT
 from knowledge.store import GraphStore
-from service.api.plan_guard import READ_PROCEDURES, calls_vector_search, check_regex_text, plan_problem
+from service.api.plan_guard import (
+    RANGE_MAX_ELEMENTS,
+    READ_PROCEDURES,
+    calls_vector_search,
+    check_range_text,
+    check_regex_text,
+    plan_problem,
+)
 
+log = logging.getLogger(__name__)
 QUERIES_DIR = PROJECT_ROOT / "cypher" / "queries"
 PARAM_TYPES: dict[str, type] = {"string": str, "int": int, "float": float, "bool": bool}
 _PARAM_LINE = re.compile(r"^@param\s+(\w+)\s*:\s*(\w+)\s*(?:=\s*(\"(?:[^\"\\]|\\.)*\"|\S+))?\s*(.*)$")
@@ -95,6 +104,11 @@ class AnswerTooDeep(EokError):
 class QueryMemoryLimit(EokError):
     http_status = 400  # the query needs more memory than one query may have: the client's to change
     code = "query_memory_limit"
+
+
+class QueryLimit(EokError):
+    http_status = 400  # the query asks for more than one query may have: the client's to change
+    code = "query_limit"
 
 
 class QueryTimeout(EokError):
@@ -319,6 +333,9 @@ def limit_skip_expressions(query: str) -> bool:
     return False
 
 
+# An abandoned statement Neo4j still runs this long after it was abandoned is ended by restarting the
+# database (when the service manages it): terminated transactions normally leave within a moment.
+STUCK_AFTER_S = 5.0
 SLOT_WAIT_S = 0.5  # how long a request waits for one of the analysts' slots before "busy"
 _EXPLAIN_PREFIX = "EXPLAIN "
 _MODE_PREFIX = re.compile(r"^\s*(?:EXPLAIN|PROFILE)\b\s*", re.I)
@@ -363,8 +380,15 @@ class ReadOnlyCypher:
         byte_cap: int = DEFAULT_BYTE_CAP,
         parallel: int = 2,
         plan_timeout_s: float = _EXPLAIN_TIMEOUT_S,
+        on_stuck: Callable[[], None] | None = None,
+        stuck_after_s: float = STUCK_AFTER_S,
     ) -> None:
+        """`on_stuck` ends every transaction of the database (the service restarts its local Neo4j): called
+        when an abandoned statement still runs `stuck_after_s` after it was abandoned. None (a Neo4j the
+        service does not manage): the statement keeps its slot until Neo4j lets it go."""
         self.store = store
+        self.on_stuck = on_stuck
+        self.stuck_after_s = stuck_after_s
         self.timeout_s = timeout_s
         self.plan_timeout_s = max(timeout_s, plan_timeout_s)
         self.row_cap = row_cap
@@ -440,6 +464,7 @@ class ReadOnlyCypher:
         run in Neo4j at once (later ones get "busy"). Neo4j going away (a restart) ends them all.
         """
         failures, pause = 0, 0.05  # a cut answer's transaction ends within a moment: look again soon, then less often
+        stuck_at = time.monotonic() + self.stuck_after_s
         try:
             while True:
                 try:
@@ -457,6 +482,15 @@ class ReadOnlyCypher:
                 if not rows:
                     return
                 failures = 0
+                if self.on_stuck is not None and time.monotonic() > stuck_at:
+                    # One expression Neo4j does not stop (it checks its timeout between rows only): the timeout
+                    # is only true if the database lets the statement go, so it is made to.
+                    log.warning(
+                        "an analyst statement still runs in Neo4j %.0f s after its timeout: restarting Neo4j to end it",
+                        self.stuck_after_s,
+                    )
+                    self.on_stuck()
+                    return
                 with suppress(Neo4jError, DriverError, OSError):  # ask it to stop at its next check
                     self.store.read("TERMINATE TRANSACTIONS $ids", ids=[r["id"] for r in rows])
                 time.sleep(pause)
@@ -468,6 +502,11 @@ class ReadOnlyCypher:
         """EXPLAIN (nothing runs) and refuse any operator that is not a read; verdicts are kept per text.
         Regular expressions are judged from the text and the parameters first, on every request: Neo4j
         evaluates LIMIT and SKIP expressions while planning, where nothing would stop a runaway match."""
+        if problem := check_range_text(query, params):
+            raise QueryLimit(
+                f"the query {problem}; nothing was run",
+                f'iterate at most {RANGE_MAX_ELEMENTS:,} elements per query, with range(1, $n) and n in "params"',
+            )
         if problem := check_regex_text(query, params):
             raise WriteRefused(
                 f"the query {problem}; nothing was run",
@@ -640,6 +679,9 @@ class ReadOnlyCypher:
             ) from None
 
 
+# A plan deeper than this is cut too: the answer's JSON nests once per level (140 UNION ALL branches plan
+# ~140 deep, past what the response serialiser allows: red team round 4).
+PLAN_MAX_DEPTH = 100
 PLAN_MAX_OPERATORS = 500  # a plan tree larger than this is cut (marked `cut`): the page draws it as a list
 
 
@@ -680,18 +722,18 @@ def plan_tree(plan: Mapping[str, Any], measured: bool = False) -> dict[str, Any]
         return out
 
     root = node(plan)
-    stack, count, slowest = [(plan, root)], 1, root
+    stack, count, slowest = [(plan, root, 1)], 1, root
     while stack:
-        raw, out = stack.pop()
+        raw, out, depth = stack.pop()
         if measured and (out["db_hits"] or 0) > (slowest["db_hits"] or 0):
             slowest = out
         for child in raw.get("children") or []:
-            if count >= PLAN_MAX_OPERATORS:
+            if count >= PLAN_MAX_OPERATORS or depth >= PLAN_MAX_DEPTH:
                 out["cut"] = True
                 break
             made = node(child)
             out["children"].append(made)
-            stack.append((child, made))
+            stack.append((child, made, depth + 1))
             count += 1
     if measured and (slowest["db_hits"] or 0) > 0:
         slowest["slowest"] = True

@@ -123,3 +123,23 @@ def test_the_text_check_reads_every_regex_before_planning() -> None:
     assert check_regex_text("RETURN $s =~ /**/ 'x+y' AS m", params) is not None
     assert check_regex_text("RETURN $s =~ '\\u0028x+x+)+y' AS m", params) is not None  # escapes not decoded
     assert check_regex_text("// =~ 'a'\nRETURN $s =~ $re", params) is not None
+
+
+def test_range_calls_must_state_their_size_and_stay_under_the_limit() -> None:
+    from service.api.plan_guard import RANGE_MAX_ELEMENTS, check_range_text
+
+    assert check_range_text("UNWIND range(1, 500) AS i RETURN i", {}) is None
+    assert check_range_text("RETURN range(1, $n)", {"n": RANGE_MAX_ELEMENTS}) is None
+    assert check_range_text("RETURN [x IN range(1, 1000) | [y IN RANGE (1, 1000) | x]]", {}) is None
+    # nested ranges multiply; parameters and backquoted names are read; a bound Neo4j computes is refused
+    assert "1,000,000" in check_range_text("RETURN [x IN range(1, 1001) | [y IN range(1, 1000) | x]]", {})
+    assert "1,000,000" in check_range_text("RETURN reduce(s = 0, x IN range(1, $n) | s + x)", {"n": 10**10})
+    assert "1,000,000" in check_range_text("RETURN `range`(1, 2000000)", {})
+    assert "integer literals" in check_range_text('RETURN range(1, toInteger("9"))', {})
+    assert "integer literals" in check_range_text("RETURN range(1, $n)", {"n": "9"})
+    assert "integer literals" in check_range_text("RETURN range(1, $n)", {"n": True})
+    assert check_range_text("RETURN range(10, 1, -1), range(1, 0)", {}) is None  # empty or short
+    # over what the statement already holds (a saved query's path): no amplification
+    assert check_range_text("MATCH path = (a)-->(b) UNWIND range(0, length(path)) AS d RETURN d", {}) is None
+    assert check_range_text("RETURN range(0, size(l) - 1)", {}) is None
+    assert "integer literals" in check_range_text("RETURN range(0, size([x IN $l | x]))", {})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.api.cypher import PLAN_MAX_OPERATORS, plan_tree
+from service.api.cypher import PLAN_MAX_DEPTH, PLAN_MAX_OPERATORS, plan_tree
 
 
 def _op(name: str, children: list[dict] | None = None, **args: object) -> dict:
@@ -35,7 +35,14 @@ def test_a_plan_deeper_than_the_bound_is_cut_without_recursion() -> None:
         assert len(node["details"]) <= 1000
         deepest = node
         node = node["children"][0] if node["children"] else None
-    assert count == PLAN_MAX_OPERATORS and deepest is not None and deepest.get("cut") is True
+    # cut at the depth bound (the answer's JSON nests once per level), well before the operator cap
+    assert count == PLAN_MAX_DEPTH < PLAN_MAX_OPERATORS and deepest is not None and deepest.get("cut") is True
+
+
+def test_a_wide_plan_is_cut_at_the_operator_cap() -> None:
+    raw = _op("Union", [_op("Leaf") for _ in range(2 * PLAN_MAX_OPERATORS)])
+    tree = plan_tree(raw)
+    assert len(tree["children"]) == PLAN_MAX_OPERATORS - 1 and tree.get("cut") is True
 
 
 def test_a_profiled_plan_has_the_measures_and_marks_the_operator_with_most_db_hits() -> None:
