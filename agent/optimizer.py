@@ -386,10 +386,10 @@ class Optimizer:
         (bench_ablation, 2026-12-03). It is the generator's own expertise, not the graph's, so it credits no
         thought, and the directions then tune it as any parent."""
         gen = OfflineGenerator(state.task, state.target, start="plain")
-        families = gen.families()[:-1]  # the last is "generic": clang's own vectorizer, not a kernel
-        if not families:
+        if not gen.family_spaces:  # only "generic" applies: clang's own vectorizer, no kernel of ours
             return []
-        v = gen.render(families[0], gen.knobs_at_start(families[0]))
+        family = gen.family_spaces[0].name
+        v = gen.render(family, gen.knobs_at_start(family))
         return [
             Generated(
                 code=v.code,

@@ -186,6 +186,10 @@ def _end_local_neo4j(settings: Settings) -> None:
         deadline = time.monotonic() + 30
         while local_neo4j.pid(settings) == pid and time.monotonic() < deadline:
             time.sleep(0.1)
+    _start_local_neo4j_again(settings)
+
+
+def _start_local_neo4j_again(settings: Settings) -> None:
     try:
         local_neo4j.start(settings)
         log.warning("the local Neo4j is back on %s", settings.bolt_uri)
@@ -211,11 +215,7 @@ def _supervise_local_neo4j(settings: Settings) -> threading.Event:
                 continue
             where = local_neo4j.log_file(settings)
             log.warning("the local Neo4j stopped unexpectedly (see %s): starting it again", where)
-            try:
-                local_neo4j.start(settings)
-                log.warning("the local Neo4j is back on %s", settings.bolt_uri)
-            except EokError as e:
-                log.error("could not start the local Neo4j again: %s", e.message)
+            _start_local_neo4j_again(settings)
 
     threading.Thread(target=loop, name="eok-neo4j-watch", daemon=True).start()
     return stop
