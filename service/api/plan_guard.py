@@ -409,7 +409,11 @@ def plan_problem(plan: Mapping[str, Any], read_operators: frozenset[str], params
 # Other runaway expressions (nested iteration over literal or parameter lists) meet the service's backstop:
 # a statement that outlives its timeout is ended by restarting the local Neo4j (service.api.cypher).
 RANGE_MAX_ELEMENTS = 1_000_000
-_RANGE_CALL = re.compile(r"`?\brange`?\s*\(", re.IGNORECASE)
+# Neo4j reads `range /* c */ (`, `range // c` + newline + `(` and `r\u0061nge(` as range( too: comments may stand
+# before the parenthesis and the name may be written with escapes (decoded first, strings included: that can
+# only find more calls, never fewer).
+_RANGE_CALL = re.compile(r"`?\brange`?(?:\s|/\*.*?\*/|//[^\n]*(?:\n|$))*\(", re.IGNORECASE | re.DOTALL)
+_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\U([0-9a-fA-F]{8})")
 _INT_LITERAL = re.compile(r"[+-]?\d+")
 _INT_PARAM = re.compile(r"\$`?(\w+)`?")
 # size(x) or length(p) of a variable, +- a literal: a range over what the statement already holds (a saved
@@ -420,6 +424,7 @@ _HELD_SIZE = re.compile(r"(?:size|length)\s*\(\s*\w+\s*\)(?:\s*[+-]\s*\d+)?", re
 def check_range_text(query: str, params: Mapping[str, Any]) -> str | None:
     """Before the query is planned: why its range() calls are refused, or None. Read from the raw text, like
     the regex check (a `range(` inside a string is judged too: no reading here can disagree with Neo4j's)."""
+    query = _ESCAPE.sub(lambda m: _char(m.group(1) or m.group(2)), query)
     total = 1
     for match in _RANGE_CALL.finditer(query):
         args = _call_arguments(query, match.end())
@@ -437,6 +442,11 @@ def check_range_text(query: str, params: Mapping[str, Any]) -> str | None:
                 f"past the limit of {RANGE_MAX_ELEMENTS:,} per query"
             )
     return None
+
+
+def _char(hex_digits: str) -> str:
+    code = int(hex_digits, 16)
+    return chr(code) if code <= 0x10FFFF else "\ufffd"
 
 
 def _call_arguments(text: str, start: int) -> list[str] | None:
