@@ -35,13 +35,13 @@ from knowledge.taxonomy import ISA_FAMILY, OPERATOR_NEIGHBOURS, Isa, Operator, T
 # lesson seen from another side) earns what a neighbouring operator does. A query about float data (f32,
 # sgemm, single precision) is not answered by a quantized kernel (a block format's lookup tables, int8 dot
 # products: knowledge.fit.quantized, the test the agent's context applies to a float task) and costs as much.
-INTENT_WEIGHT = {"operator": 1.0, "isa": 1.0, "technique": 1.0}
+INTENT_WEIGHT = {"operator": 1.5, "isa": 1.0, "technique": 1.0}
 SAME_FAMILY = 0.5
 PORTABLE_COST = 0.5
 TRANSLATED_COST = 0.5
 OTHER_ISA_COST = 2.0
 IMPLIED_ISA_SCALE = 0.5
-NEIGHBOUR_OPERATOR = 0.4
+NEIGHBOUR_OPERATOR = 0.2
 NEIGHBOUR_TECHNIQUE = 0.4
 QUANTIZED_COST = 1.0
 OTHER_OPERATOR_COST = 1.0
@@ -88,6 +88,12 @@ _ISA_WORDS: dict[Isa, str] = {
     Isa.AVX2: r"\bavx2\b|_mm256_|\bfma3\b",
     Isa.AVX: r"\bavx\b",
     Isa.SSE: r"\bsse\d?\b|\bx86\b|\b_mm_",
+    # portable code asked for: plain or scalar C, a reference or fallback, what the compiler vectorizes itself
+    Isa.GENERIC: r"\bportable\b|\b(?:plain|generic|standard) c\b|"
+    r"(?<!without a )(?<!instead of a )(?<!no )\bscalar\b(?!s| (?:epilogue|remainder|tail|cleanup|operand))|"
+    r"\bc (?:fallback|reference)\b|"
+    r"\breference (?:c|implementation|loop)\b|without (?:simd|intrinsics)|no hardware support|"
+    r"compiler can (?:auto-?)?vectori[sz]e|auto-?vectori[sz]",
 }
 # An activation by name ("f32 activations" is data, not the operator); exp and log alone are also the insides of a
 # softmax or an attention, and read as an activation only when neither is named.
@@ -99,19 +105,23 @@ _OPERATOR_WORDS: dict[Operator, str] = {
     # a ggml block format (q4_0, q8_K, iq2_xs) names quantized data, whose kernels are dots and (de)quantization
     Operator.QUANT_DOT: r"vec_dot|\b[it]?q\d_[0-9k]\w*\b|quanti[sz]ed (?:dot|mat|gemm|gemv|weights?)|"
     r"int8 (?:dot|mat|gemm|gemv)|\bmatmulnbits\b|\b[48]-?bit weights?",
-    Operator.QUANTIZE: r"quanti[sz]|dequant|\b[it]?q\d_[0-9k]\b|\b(?:fp|f|bf)16\b|half-precision|binary16|"
-    r"conver(?:t|sion)|\bcast\b|vfn?w?cvt",
+    # a type named is data ("fp16 accumulation"); converting numbers is read by _converts_numbers
+    Operator.QUANTIZE: r"quanti[sz]|dequant|\b[it]?q\d_[0-9k]\b|vfn?w?cvt|\bto u?int(?:4|8)?\b|\b127\b|"
+    r"\bround(?:s|ing|ed)? to (?:the )?(?:nearest )?int",
     Operator.TRSM: r"\btrsm\b|triangular solve",
-    Operator.GEMV: r"gemv|\bger\b|symv|trmv|matrix[- ]vector|mat-?vec",
+    Operator.GEMV: r"gemv|\bger\b|symv|trmv|matrix[- ]vector|mat-?vec|(?-i:\bA ?\* ?x\b)|level[- ]?2 blas",
     Operator.GEMM: r"gemm|matmul|mat_mul|matrix[- ](?:matrix|multipl|product)|micro-?kernel|\btrmm\b|"
-    r"\blinear[- ]layers?\b|fully[- ]connected",
+    r"\blinear[- ]layers?\b|fully[- ]connected|level[- ]?3 blas|(?-i:\bA ?\* ?B)",
     Operator.DOT: r"\b[sd]?dot\b|dot[- ]product|inner product|vec_dot",
     Operator.AXPY: r"axpb?y",
     Operator.NRM2: r"nrm2|euclidean norm|\b2-norm\b|vector norm",
-    Operator.SOFTMAX: r"softmax",
-    Operator.NORM: r"(?:rms|layer|batch|group|instance)[ _-]?norm|normali[sz]ation",
-    Operator.CONV: r"\bconv(?!er)|im2col|winograd|depthwise|pointwise|1x1|3x3",
-    Operator.POOL: r"(?<!thread )\bpool|pooling",
+    # also described by its steps: the max or the sum of the row around an exp, or a log-sum-exp
+    Operator.SOFTMAX: r"softmax|log[- ]?sum[- ]?exp|\b(?:max|sum)\b[^.;:]*\bexp(?!and)\w*|"
+    r"\bexp(?!and)\w*[^.;:]*\b(?:max|sum)\b",
+    Operator.NORM: r"(?:rms|layer|batch|group|instance)[ _-]?norm|normali[sz]ation|root[- ]mean[- ]square|"
+    r"mean and variance|\bvariance\b",
+    Operator.CONV: r"\bconv(?!er)|im2col|winograd|depthwise|pointwise|1x1|3x3|\bunfold|patches into columns",
+    Operator.POOL: r"(?<!thread )\bpool|pooling|average over (?:all )?(?:the )?spatial|spatial (?:average|mean)",
     Operator.ACTIVATION: _ACTIVATION_NAMES + r"|exponential|\bexpf?\b|\berff?\b|\blogf?\b",
     Operator.ATTENTION: r"attention|\bsdpa\b|kv[- ]cache|\bwkv\b|rwkv",
     Operator.ROPE: r"\brope\b|rotary",
@@ -119,23 +129,30 @@ _OPERATOR_WORDS: dict[Operator, str] = {
     Operator.TRANSPOSE: r"transpos",
     Operator.SCAN: r"prefix[- ]sum|\bscan\b|cumsum|cumulative",
     Operator.SORT: r"\bsort|merge sorted|\bmerg(?:e|ing) two|histogram|compaction|\bnms\b|non-max|\btop-?k\b",
-    Operator.COPY: r"memcpy|memset|im2col|\bcopy",
+    Operator.COPY: r"memcpy|memset|im2col|\bcopy|\bunfold|patches into columns",
     # "reduce once" and "reduction" are techniques; the reduce operator is a sum, max or min of a vector
     Operator.REDUCE: r"\bi?s?amax\b|\bi?s?amin\b|\b[sd]?asum\b|\bsum of\b|\breduce[_ ](?:sum|max|min)|"
-    r"\bargmax\b|\bargmin\b|\bmaximum of\b|\bhorizontal (?:sum|max)|\b(?:sum|max|min)[- ]reduction\b",
+    r"\bargmax\b|\bargmin\b|\bmaximum of\b|\bhorizontal (?:sum|max)|\b(?:sum|max|min)[- ]reduction\b|\bsum loop",
     Operator.ELEMENTWISE: r"\b[sd]?scal\b|element-?wise|\bpointwise add|\bbox decode|\byolo",
 }
 _TECHNIQUE_WORDS: dict[Technique, str] = {
     Technique.PREFETCH: r"prefetch|zicbop",
-    Technique.UNROLL: r"unroll",
+    # on an in-order core, interleaving loads with the arithmetic is what unrolling buys
+    Technique.UNROLL: r"unroll|interleav\w* (?:the )?(?:vector )?(?:loads?|fmas?|vfmacc)|"
+    r"(?:hide|hiding) (?:the )?(?:load |memory |fma )?latency|never waits",
     Technique.MULTI_ACCUMULATOR: r"accumulators|partial sums|independent (?:chains|sums)|fma latency",
-    Technique.VECTOR_LENGTH: r"\blmul\b|register group|\bm[248]\b|\be(?:8|16|32|64)m[1248]\b|vector length",
+    Technique.VECTOR_LENGTH: r"\blmul\b|register group|\bm[248]\b|\be(?:8|16|32|64)m[1248]\b|vector[- ]length|"
+    r"strip[- ]?min\w*|\bvlmax\b|\bvlenb\b",
     Technique.TAIL_HANDLING: r"\btails?\b|epilogue|remainder|leftover",
-    Technique.PACKING: r"packing|\bpack(?:ed)? (?:a|b|panel)|\bpack\b|data layout|re-?layout",
+    Technique.PACKING: r"packing|\bpack(?:ed)? (?:a|b|panel)|\bpack\b|data layout|re-?layout|"
+    r"\binterleaved (?:records|layout)",
     Technique.REGISTER_BLOCKING: r"blocking|tiling|\btiles?\b|micro-?kernel|\breuse\b|"
-    r"(?:several|multiple|\d+) (?:rows|columns) at (?:a time|once)|across (?:several|multiple) (?:rows|columns)",
+    r"(?:several|multiple|\d+) (?:rows|columns|outputs|dot products) at (?:a time|once)|"
+    r"across (?:several|multiple) (?:rows|columns)",
     Technique.WIDENING: r"widening|vf?wmacc|vf?wmul|vwredsum",
-    Technique.REDUCTION: r"reduce once|horizontal|vf?redu?o?sum|vredsum|reduction",
+    # accumulating in a vector register is the other half of reducing once, after the loop
+    Technique.REDUCTION: r"reduces? once|horizontal|vf?redu?o?sum|vredsum|(?<!range )reduction|"
+    r"accumulat\w* (?:\w+ ){0,3}in (?:a )?vectors?\b",
     Technique.MEMORY_ACCESS: r"strided|unit-?stride|\bvlse|gather|segment(?:ed)? load|vlseg|cache lines?",
     Technique.APPROXIMATION: r"polynomial|approximat|lookup table|\blut\b",
     Technique.THREADING: r"thread|multi-?core|openmp|paralleli[sz]",
@@ -164,6 +181,37 @@ _PRODUCTS = {str(Operator.DOT), str(Operator.GEMV), str(Operator.GEMM)}
 _CONVERSION_ACTION = re.compile(
     r"\b(?:de)?quantiz(?:e|es|ing|ation)\b|\bconver(?:t|ts|ting|sion)\b|\bcast\b|vfn?w?cvt", re.IGNORECASE
 )
+
+
+# Converting numbers (not a layout: "convert a planar tensor to interleaved records") is a quantize kernel's job:
+# a conversion named beside a numeric type, or one type turned into another ("fp16 to fp32").
+_CONVERSION = re.compile(r"conver(?:t|ts|ting|sion)|\bcast(?:s|ing)?\b", re.IGNORECASE)
+_NUMBER_TYPE = r"(?:\b(?:b?f|fp|u?int|i|u)(?:4|8|16|32|64)\b|\bint\b|\bfloats?\b|\bhalf\b|\bdouble\b|\bbfloat16\b|"
+_NUMBER_TYPE += r"\bfloat16\b|\bbinary16\b|(?:half|single|double)[- ]precision)"
+_NUMERIC = re.compile(_NUMBER_TYPE, re.IGNORECASE)
+_TYPE_TO_TYPE = re.compile(rf"{_NUMBER_TYPE}(?: bit pattern)? (?:to|->|into) (?:an? )?{_NUMBER_TYPE}", re.IGNORECASE)
+# The BLAS levels by name: level 1 is the vector routines.
+_LEVEL1_BLAS = re.compile(r"level[- ]?1 blas|\bblas[- ]?1\b", re.IGNORECASE)
+_LEVEL1_OPERATORS = {
+    str(o) for o in (Operator.DOT, Operator.AXPY, Operator.NRM2, Operator.REDUCE, Operator.ELEMENTWISE)
+}
+# An operator named with the steps inside it is asked for whole: a softmax's max and sum reductions, a norm's
+# sum of squares, a GEMV's dots or axpys (and its transposed layout), an attention's softmax and dots.
+_STEPS_INSIDE: dict[str, set[str]] = {
+    str(whole): {str(step) for step in steps}
+    for whole, steps in {
+        Operator.SOFTMAX: {Operator.REDUCE, Operator.ELEMENTWISE},
+        Operator.NORM: {Operator.REDUCE, Operator.ELEMENTWISE, Operator.NRM2},
+        Operator.ATTENTION: {Operator.SOFTMAX, Operator.DOT, Operator.GEMV, Operator.REDUCE},
+        Operator.GEMV: {Operator.DOT, Operator.AXPY, Operator.TRANSPOSE},
+        Operator.GEMM: {Operator.DOT, Operator.AXPY, Operator.TRANSPOSE},
+        Operator.QUANT_DOT: {Operator.DOT},
+        Operator.POOL: {Operator.REDUCE},
+        Operator.ROPE: {Operator.ELEMENTWISE},
+    }.items()
+}
+# Words for multiplying quantized data: "int8 x int8 products per block" is a quantized dot.
+_PRODUCT_WORDS = re.compile(r"\bproducts?\b|\bmultipl\w*|\btimes\b|\w\s[x*\u00d7]\s\w", re.IGNORECASE)
 
 
 def _compiled(words: dict[Any, str]) -> list[tuple[Any, re.Pattern[str]]]:
@@ -197,8 +245,13 @@ def query_intent(query: str, target_isa: str | None = None) -> Intent:
         isas.add(str(Isa.RVV))  # a 0.7.1 port starts from RVV code
     quantized_data = quantized({"title": query}) or bool(_QUANTIZED_WORDS.search(query))
     operators = {str(op) for op, rx in _QUERY_OPERATOR if rx.search(query)}
+    if _converts_numbers(query):
+        operators.add(str(Operator.QUANTIZE))
+    if _LEVEL1_BLAS.search(query):
+        operators |= _LEVEL1_OPERATORS
     if operators & _CONTAINS_EXP and not _NAMED_ACTIVATION.search(query):
         operators.discard(str(Operator.ACTIVATION))
+    operators = _without_inner_steps(operators)
     return Intent(
         isa=isas,
         operator=_products_of_quantized_data(query, operators) if quantized_data else operators,
@@ -208,11 +261,20 @@ def query_intent(query: str, target_isa: str | None = None) -> Intent:
     )
 
 
+def _converts_numbers(query: str) -> bool:
+    return bool(_TYPE_TO_TYPE.search(query) or (_CONVERSION.search(query) and _NUMERIC.search(query)))
+
+
+def _without_inner_steps(operators: set[str]) -> set[str]:
+    """The operators not inside another named one (the steps hold no cycle, so the outermost always stay)."""
+    return operators - set().union(*(_STEPS_INSIDE.get(op, set()) for op in operators))
+
+
 def _products_of_quantized_data(query: str, operators: set[str]) -> set[str]:
     """A product of quantized data is a quantized dot however it is worded: "int8 times int8 dot product per
     block with fp16 scales" names a dot and (through "fp16") a conversion, yet asks for neither an f32 dot nor
     a quantize kernel. A conversion stays asked for only when the query names it as an action."""
-    if not operators & _PRODUCTS:
+    if not operators & _PRODUCTS and not _PRODUCT_WORDS.search(query):
         return operators
     composed = (operators - {str(Operator.DOT)}) | {str(Operator.QUANT_DOT)}
     return composed if _CONVERSION_ACTION.search(query) else composed - {str(Operator.QUANTIZE)}

@@ -16,8 +16,9 @@ import pytest
 from knowledge.taxonomy import Isa, Operator, Technique
 
 QUERY_DIR = Path(__file__).resolve().parents[1] / "data" / "retrieval"
-# the first blind set (now the development set of the ranking rules) and the held-out set 2 they are judged on
-BLIND_SETS = ("k1_queries_blind.json", "k1_queries_heldout2.json")
+# the first blind set and held-out set 2 (both now development sets of the ranking rules) and held-out set 3,
+# the one the rules of 2026-12-03's second round were judged on
+BLIND_SETS = ("k1_queries_blind.json", "k1_queries_heldout2.json", "k1_queries_heldout3.json")
 ENUM_FIELDS: dict[str, type[StrEnum]] = {"isa": Isa, "operator": Operator, "technique": Technique}
 RULE_FIELDS = {*ENUM_FIELDS, "text"}
 

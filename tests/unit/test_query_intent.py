@@ -188,3 +188,49 @@ def test_the_words_engineers_use_for_rvv_instructions_and_data() -> None:
     assert "gemm" in query_intent("row-major linear-layer weight").operator
     assert query_intent("reuse x across several rows").technique == {"register_blocking"}
     assert query_intent("bf16 dot product").float_data
+
+
+def test_portable_code_is_an_isa_the_asker_can_name() -> None:
+    assert query_intent("portable C fallback for the q8_0 block dot product", "rvv").isas == {"generic"}
+    assert query_intent("plain C loop the compiler can auto-vectorize").isa == {"generic"}
+    # a scalar tail or operand is RVV vocabulary, not a request for scalar code
+    assert query_intent("vsetvl tail handling without a scalar epilogue").isa == {"rvv"}
+    assert query_intent("broadcast B scalars with vfmacc.vf").isa == {"rvv"}
+    portable = {"isa": "generic", "operator": "quant_dot", "technique": "unroll"}
+    rvv = {"isa": "rvv", "operator": "quant_dot", "technique": "unroll"}
+    intent = query_intent("scalar q8_0 dot reference")
+    assert intent_fit(portable, intent) > intent_fit(rvv, intent)
+
+
+def test_an_operator_named_with_its_inner_steps_is_asked_for_whole() -> None:
+    assert query_intent("riscv softmax row: max reduction, exp, sum").operator == {"softmax"}
+    assert query_intent("rvv sgemv transposed: each output is a dot of a column with x").operator == {"gemv"}
+    assert query_intent("y = A*x as axpy updates over columns").operator == {"gemv"}
+    assert query_intent("C = A*B^T: several dot products at once").operator == {"gemm"}
+    assert query_intent("sscal x = a*x").operator == {"elementwise"}  # a scalar times a vector is no GEMV
+    assert query_intent("sdot and saxpy").operator == {"dot", "axpy"}  # neither is inside the other
+
+
+def test_operators_described_by_what_they_compute() -> None:
+    assert query_intent("subtract the row max before exponentiating then divide by the sum").operator == {"softmax"}
+    assert query_intent("log of the sum of exponentials for each row").operator == {"softmax"}
+    assert query_intent("sum of squares then multiply by gamma over the root mean square").operator == {"norm"}
+    assert query_intent("absolute max of each block, divide by 127, round to int8").operator == {"quantize"}
+    assert query_intent("average over all spatial positions of each channel").operator == {"pool"}
+    assert query_intent("unfold image patches into columns").operator == {"conv", "copy"}
+    assert {"dot", "axpy", "nrm2"} <= query_intent("strided loads in level-1 BLAS kernels").operator
+
+
+def test_a_conversion_is_of_numbers_and_a_type_alone_is_data() -> None:
+    assert query_intent("half precision bit pattern to float conversion").operator == {"quantize"}
+    assert query_intent("fp16 to fp32 with vfwcvt").operator == {"quantize"}
+    assert query_intent("widening fp16 accumulation into fp32 with vfwmacc").operator == set()
+    assert "quantize" not in query_intent("convert a planar channel-first tensor into interleaved records").operator
+    assert query_intent("int8 x int8 products per block with a per-block fp16 scale").operator == {"quant_dot"}
+
+
+def test_techniques_in_the_words_of_in_order_cores_and_strip_mining() -> None:
+    assert "unroll" in query_intent("interleave vector loads with vfmacc so the FMA never waits").technique
+    assert "vector_length" in query_intent("strip-mining that is vector-length agnostic").technique
+    assert "reduction" in query_intent("q8_0 dot: accumulate blocks in vector registers").technique
+    assert "reduction" not in query_intent("exp with range reduction").technique
