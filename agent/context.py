@@ -77,6 +77,9 @@ class AgentContext:
     # Best results of this task on SIMILAR_TO targets and of SIMILAR_TO tasks on this or similar targets,
     # most similar first: decisions a run may start from, rescaled (agent/transfer.py).
     transfers: list[PriorExperience] = field(default_factory=list)
+    # Every other task's best decision on this target and on each similar one, as (task, target, variant):
+    # how their best knobs moved between two targets (agent/transfer.py learned_shifts).
+    decisions: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
 
 
 def target_profile_text(target: TargetProfile) -> str:
@@ -155,6 +158,7 @@ def gather(
         timing=timing_text(target, runner),
         rules=rules_text(task, target),
         transfers=transfer_sources(store, task.name, target.key),
+        decisions=best_decisions(store, task.name, target.key),
     )
 
 
@@ -372,6 +376,27 @@ RETURN best.id AS id, best.task_id AS task, best.speedup AS speedup, best.code A
        best.variant AS variant, best.code_hash AS key, best.competent_speedup AS competent,
        g.key AS target, coalesce(g.vlen, 0) AS vlen, weight
 """
+
+
+_BEST_DECISIONS = """
+OPTIONAL MATCH (:Target {key: $target})-[:SIMILAR_TO]-(g:Target)
+WITH collect(DISTINCT g.key) + [$target] AS keys
+UNWIND keys AS key
+MATCH (x:Experience {target_key: key, status: 'ok'})
+WHERE x.task_id <> $task AND x.speedup IS NOT NULL AND x.variant CONTAINS '"family"'
+  AND NOT x.variant CONTAINS '"family": "generic"'
+WITH x.task_id AS task, key, x ORDER BY x.speedup DESC
+WITH task, key, collect(x.variant)[0] AS variant
+RETURN task, key AS target, variant ORDER BY task, target LIMIT $limit
+"""
+
+
+def best_decisions(
+    store: GraphStore, task_id: str, target_key: str, limit: int = 400
+) -> list[tuple[str, str, dict[str, Any]]]:
+    """Other tasks' best offline decisions on this target and the similar ones (one per task and target)."""
+    rows = store.read(_BEST_DECISIONS, task=task_id, target=target_key, limit=limit)
+    return [(r["task"], r["target"], json.loads(r["variant"] or "{}")) for r in rows]
 
 
 def transfer_sources(store: GraphStore, task_id: str, target_key: str, limit: int = 8) -> list[PriorExperience]:

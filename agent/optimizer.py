@@ -41,7 +41,7 @@ from agent.parts import AgentParts
 from agent.posterior import is_success, thompson_pick
 from agent.recorder import BatchRecorder
 from agent.report import candidates, lineage, write_artifacts, yardstick
-from agent.transfer import Transfer, adapt
+from agent.transfer import Transfer, adapt, learned_shifts
 from agent.types import ProgressEvent, RunOutcome, RunRequest
 from core.errors import InvalidInput, NotFound, Unavailable
 from evaluator.evaluate import Candidate, EvalResult, Evaluator
@@ -406,7 +406,10 @@ class Optimizer:
         source_target = p.target_key or state.target.key
         from_vlen = p.vlen if p.target_key else state.target.vlen
         source_knobs = [] if family in gen.families() else self._family_knobs(p.task_id, family, state.target)
-        made = adapt(p.variant, source_knobs, from_vlen, gen)
+        shifts = None
+        if source_target != state.target.key:
+            shifts = learned_shifts(state.ctx.decisions, family, source_target, state.target.key, state.task.name)
+        made = adapt(p.variant, source_knobs, from_vlen, gen, shifts)
         if made is None:
             return None
         v, rescaled = made

@@ -8,7 +8,12 @@ It transfers to another target or task in three steps:
   2. the vector length: a register group of LMUL x VLEN bits holds the same elements on a machine with
      another VLEN at LMUL x VLEN_from / VLEN_to, so LMUL (the VECTOR_LENGTH knob) is rescaled to keep the
      elements per group, and with them the tile a GEMM's rows and vectors span (K1's m4 is K3 A100's m1);
-  3. the grid: numbers the new grid lacks, or that its register budget rejects, take the largest value below
+  3. what other tasks measured on both targets: when the graph holds, for other tasks of the same family, the
+     best decision on the source target and on this one, and every such task moved a numeric knob the same
+     way (K1's best reduction LMUL 1 was X100's 8: in-order and out-of-order cores want different groups),
+     the knob takes the median of those moves (`learned_shifts`); a measured move of LMUL replaces the VLEN
+     rule of step 2, which is a rule of thumb;
+  4. the grid: numbers the new grid lacks, or that its register budget rejects, take the largest value below
      (OfflineGenerator.adopt).
 Where the decision came from and what it became is recorded as (Experience)-[:TRANSFERS_TO]->(Experience)
 once the new kernel is measured (agent/recorder.py), so the graph holds the outcome on both sides.
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,13 +95,55 @@ def task_weight(op_a: str, op_b: str) -> float:
     return 0.5 if b in OPERATOR_NEIGHBOURS.get(a, frozenset()) or a in OPERATOR_NEIGHBOURS.get(b, frozenset()) else 0.0
 
 
+@dataclass(frozen=True)
+class KnobShift:
+    """How a numeric knob's best value moved from one target to another over other tasks of one family."""
+
+    knob: str
+    factor: float  # median of best_on_destination / best_on_source
+    tasks: tuple[str, ...]  # the tasks measured on both targets that show it
+
+
+def learned_shifts(
+    decisions: list[tuple[str, str, dict[str, Any]]], family: str, from_target: str, to_target: str, task: str
+) -> dict[str, KnobShift]:
+    """The knob moves other tasks' best decisions of `family` show from `from_target` to `to_target`.
+
+    `decisions` holds (task, target, variant) of each task's best kernel per target. A knob counts only when
+    every task measured on both targets moved it the same way (a task that kept it, or moved it the other
+    way, says the move is not the targets' doing), and `task` itself is left out: its own best on the
+    destination is what the run is looking for."""
+    by_task: dict[str, dict[str, dict[str, Any]]] = {}
+    for t, target, variant in decisions:
+        if t != task and variant.get("family") == family:
+            by_task.setdefault(t, {})[target] = dict(variant.get("knobs") or {})
+    moves: dict[str, list[tuple[str, float]]] = {}
+    for t, on in sorted(by_task.items()):
+        if from_target in on and to_target in on:
+            for name, a in on[from_target].items():
+                b = on[to_target].get(name)
+                if _positive_int(a) and _positive_int(b):
+                    moves.setdefault(name, []).append((t, math.log2(b / a)))
+    return {
+        name: KnobShift(name, 2 ** statistics.median(m for _, m in rows), tuple(t for t, _ in rows))
+        for name, rows in moves.items()
+        if all(m > 0 for _, m in rows) or all(m < 0 for _, m in rows)
+    }
+
+
+def _positive_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v > 0
+
+
 def adapt(
     decision: dict[str, Any],
     source_knobs: list[Knob],
     from_vlen: int,
     gen: OfflineGenerator,
+    shifts: dict[str, KnobShift] | None = None,
 ) -> tuple[Variant, str] | None:
-    """The decision re-rendered for `gen`'s task and target, and what rescaling it needed; None: no family fits."""
+    """The decision re-rendered for `gen`'s task and target, and what rescaling it needed; None: no family fits.
+    `shifts` (learned_shifts for the decision's family and this pair of targets) apply when the family stays."""
     family = decision.get("family")
     knobs: dict[str, KnobValue] = dict(decision.get("knobs") or {})
     if not family or family == "generic":
@@ -108,8 +156,21 @@ def adapt(
     else:
         into = families[0]
         knobs = _by_technique(knobs, source_knobs, gen.knobs(into))
-    knobs, rescaled = _rescale(knobs, gen.knobs(into), from_vlen, gen.target.vlen)
-    return gen.adopt(into, knobs), rescaled
+        shifts = None  # the moves were measured on the source family's knobs
+    shifts = shifts or {}
+    shifted = {n: max(1, round(v * shifts[n].factor)) for n, v in knobs.items() if n in shifts and _positive_int(v)}
+    rescaled = ""
+    knobs = {**knobs, **shifted}
+    if LMUL_KNOB not in shifted:
+        knobs, rescaled = _rescale(knobs, gen.knobs(into), from_vlen, gen.target.vlen)
+    variant = gen.adopt(into, knobs)  # the grid snaps a shifted value to the largest one not above it
+    moved = [
+        f"{n} {old} -> {variant.knobs[n]} as other tasks' best moved (x{shifts[n].factor:.3g}: "
+        f"{', '.join(shifts[n].tasks)})"
+        for n, old in sorted(decision.get("knobs", {}).items())
+        if n in shifted and variant.knobs.get(n) != old
+    ]
+    return variant, "; ".join([*moved, rescaled] if rescaled else moved)
 
 
 def _by_technique(knobs: dict[str, KnobValue], source: list[Knob], dest: list[Knob]) -> dict[str, KnobValue]:
@@ -143,4 +204,4 @@ def _rescale(
     return {**knobs, LMUL_KNOB: new}, f"lmul {value} -> {new} for VLEN {from_vlen} -> {to_vlen}"
 
 
-__all__ = ["Transfer", "adapt", "target_weight", "task_weight"]
+__all__ = ["KnobShift", "Transfer", "adapt", "learned_shifts", "target_weight", "task_weight"]

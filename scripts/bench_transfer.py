@@ -5,8 +5,11 @@ Target transfer, per held-back task and seed, offline generator, the starter ide
   cold: a graph without experiences: the task on K3 X100 (VLEN 256), then again without experiences on K3 A100
         (VLEN 1024);
   warm: the task on K1 X60 first, then on K3 X100 (warm from K1), then on K3 A100 (warm from K1 and X100).
-A warm run starts from the best decision measured on the similar targets, rescaled for its VLEN
-(agent/transfer.py), and the graph records it as (Experience)-[:TRANSFERS_TO]->(Experience).
+  warm+: as warm, after a related task of the same kernel family (--related TASK:RELATED) ran the same chain,
+        so the graph also holds how that task's best knobs moved from K1 to each K3 target.
+A warm run starts from the best decision measured on the similar targets, rescaled for its VLEN, or moved as
+the related tasks' best moved between the two targets (agent/transfer.py), and the graph records it as
+(Experience)-[:TRANSFERS_TO]->(Experience).
 Operator transfer, per pair SOURCE:TASK and seed, on K1: cold runs TASK alone; warm runs SOURCE first.
 
 Per cell: the best speedup (over the competent baseline when there is one) and the evaluations to 90% of the
@@ -20,7 +23,8 @@ deleted before each cold run and before each warm chain. --json writes the cells
 resumes; --report-only prints the report of a results file.
 
     python scripts/bench_transfer.py [--budget 8] [--directions 2] [--seeds 1,2] [--tasks a,b]
-        [--pairs sgemv_t:matmulnbits_q4_gemv,q8_0_q8_0_dot:q4_0_q8_0_dot] [--json out.json] [--report-only]
+        [--pairs sgemv_t:matmulnbits_q4_gemv,q8_0_q8_0_dot:q4_0_q8_0_dot]
+        [--related reduce_max:reduce_sum,layernorm:rmsnorm,sgemm_tall_n16:sgemm_64] [--json out.json] [--report-only]
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from service.bootstrap import Container
 K1, K3 = "k1-x60", ("k3-x100", "k3-a100")
 TASKS = "sgemm_tall_n16,layernorm,reduce_max"
 PAIRS = "sgemv_t:matmulnbits_q4_gemv,q8_0_q8_0_dot:q4_0_q8_0_dot"
+RELATED = "reduce_max:reduce_sum,layernorm:rmsnorm,sgemm_tall_n16:sgemm_64"  # the same offline family each
 
 
 def key(mode: str, target: str, task: str, seed: int) -> str:
@@ -77,7 +82,13 @@ def measure(c: Container, cells: dict[str, Cell], args: argparse.Namespace, k: s
     )
 
 
-def run_all(args: argparse.Namespace, tasks: list[str], pairs: list[tuple[str, str]], seeds: list[int]) -> dict:
+def run_all(
+    args: argparse.Namespace,
+    tasks: list[str],
+    pairs: list[tuple[str, str]],
+    seeds: list[int],
+    related: dict[str, str] | None = None,
+) -> dict:
     cells: dict[str, Cell] = json.loads(args.json.read_text())["cells"] if args.json and args.json.exists() else {}
     base = Settings()
     c = server(base, base.home / "bench-transfer", args.port)
@@ -94,6 +105,14 @@ def run_all(args: argparse.Namespace, tasks: list[str], pairs: list[tuple[str, s
                 if any(k not in cells for k in chain):  # warm: K1, then X100, then A100, one graph
                     wipe(c, only_measured=True)
                     for k, target in zip(chain, (K1, *K3), strict=True):
+                        measure(c, cells, args, k, task, target)
+                rel = (related or {}).get(task)
+                plus = [key("k1+", K1, task, seed), *(key("warm+", t, task, seed) for t in K3)]
+                if rel and any(k not in cells for k in plus):  # warm+: the related task's chain first
+                    wipe(c, only_measured=True)
+                    for target in (K1, *K3):
+                        measure(c, cells, args, key("rel", target, f"{rel}>{task}", seed), rel, target)
+                    for k, target in zip(plus, (K1, *K3), strict=True):
                         measure(c, cells, args, k, task, target)
             for source, task in pairs:
                 if key("cold", K1, task, seed) not in cells:
@@ -119,8 +138,9 @@ class Figures:
         self.cells, self.target, self.pairs, self.miss = cells, target, pairs, miss
         self.top: dict[str, float] = {}
         for t, s in pairs:
-            for m in ("cold", "warm"):
-                self.top[t] = max(self.top.get(t, 0.0), self.best(m, t, s))
+            for m in MODES:
+                if key(m, target, t, s) in cells:
+                    self.top[t] = max(self.top.get(t, 0.0), self.best(m, t, s))
 
     def best(self, mode: str, t: str, s: int) -> float:
         return self.cells[key(mode, self.target, t, s)]["best"] or 0.0
@@ -133,33 +153,40 @@ class Figures:
         return statistics.median(metric(mode, t, s) for t, s in pairs)
 
 
+MODES = ("cold", "warm", "warm+")
+
+
 def report(cells: dict[str, Cell], groups: dict[str, list[str]], seeds: list[int], budget: int, resamples: int) -> None:
     rng = random.Random(20261202)
     for target, tasks in groups.items():
         pairs = [(t, s) for t in tasks for s in seeds if all(key(m, target, t, s) in cells for m in ("cold", "warm"))]
         if pairs:
             _report_target(Figures(cells, target, pairs, budget + 1), seeds, resamples, rng)
+        plus = [(t, s) for t, s in pairs if key("warm+", target, t, s) in cells]
+        if plus:
+            _report_target(Figures(cells, target, plus, budget + 1), seeds, resamples, rng, warm="warm+")
 
 
-def _report_target(f: Figures, seeds: list[int], resamples: int, rng: random.Random) -> None:
-    print(f"\n{f.target}: {'task':20s} {'seed':>4s} {'cold best':>10s} {'to90%':>6s} {'warm best':>10s} {'to90%':>6s}")
+def _report_target(f: Figures, seeds: list[int], resamples: int, rng: random.Random, warm: str = "warm") -> None:
+    head = f"{'task':20s} {'seed':>4s} {'cold best':>10s} {'to90%':>6s} {warm + ' best':>10s} {'to90%':>6s}"
+    print(f"\n{f.target}: {head}")
     for t, s in f.pairs:
-        note = f.cells[key("warm", f.target, t, s)]["transfers"]
+        note = f.cells[key(warm, f.target, t, s)]["transfers"]
         print(
             f"{'':{len(f.target) + 2}s}{t:20s} {s:>4d} {f.best('cold', t, s):9.2f}x {f.to90('cold', t, s):>6d} "
-            f"{f.best('warm', t, s):9.2f}x {f.to90('warm', t, s):>6d}   {note}"
+            f"{f.best(warm, t, s):9.2f}x {f.to90(warm, t, s):>6d}   {note}"
         )
-    med = {m: f.median(f.to90, m, f.pairs) for m in ("cold", "warm")}
+    med = {m: f.median(f.to90, m, f.pairs) for m in ("cold", warm)}
     ran = [s for s in seeds if any(p[1] == s for p in f.pairs)]
-    per_seed = {m: [f.median(f.to90, m, [p for p in f.pairs if p[1] == s]) for s in ran] for m in ("cold", "warm")}
-    ratio = _interval(f.pairs, lambda ps: f.median(f.to90, "warm", ps) / f.median(f.to90, "cold", ps), resamples, rng)
-    gain = _interval(f.pairs, lambda ps: f.median(f.best, "warm", ps) - f.median(f.best, "cold", ps), resamples, rng)
+    per_seed = {m: [f.median(f.to90, m, [p for p in f.pairs if p[1] == s]) for s in ran] for m in ("cold", warm)}
+    ratio = _interval(f.pairs, lambda ps: f.median(f.to90, warm, ps) / f.median(f.to90, "cold", ps), resamples, rng)
+    gain = _interval(f.pairs, lambda ps: f.median(f.best, warm, ps) - f.median(f.best, "cold", ps), resamples, rng)
     print(
-        f"  median evaluations to 90%: cold {med['cold']:g}, warm {med['warm']:g} "
-        f"(per seed: cold {per_seed['cold']}, warm {per_seed['warm']}; a miss counts {f.miss})"
+        f"  median evaluations to 90%: cold {med['cold']:g}, {warm} {med[warm]:g} "
+        f"(per seed: cold {per_seed['cold']}, {warm} {per_seed[warm]}; a miss counts {f.miss})"
     )
-    print(f"  warm/cold median evaluations to 90%: {ratio[0]:.2f} [{ratio[1]:.2f}, {ratio[2]:.2f}] (target <= 0.5)")
-    print(f"  warm - cold median best speedup: {gain[0]:+.2f} [{gain[1]:+.2f}, {gain[2]:+.2f}]")
+    print(f"  {warm}/cold median evaluations to 90%: {ratio[0]:.2f} [{ratio[1]:.2f}, {ratio[2]:.2f}] (target <= 0.5)")
+    print(f"  {warm} - cold median best speedup: {gain[0]:+.2f} [{gain[1]:+.2f}, {gain[2]:+.2f}]")
 
 
 def _interval(
@@ -179,6 +206,9 @@ def main() -> None:
     ap.add_argument("--seeds", default="1,2")
     ap.add_argument("--tasks", default=TASKS, help="held-back tasks for K1 -> K3 (comma-separated)")
     ap.add_argument("--pairs", default=PAIRS, help="operator transfers SOURCE:TASK on K1 (comma-separated)")
+    ap.add_argument(
+        "--related", default=RELATED, help="TASK:RELATED pairs: warm+ runs RELATED's chain first ('' for none)"
+    )
     ap.add_argument("--port", type=int, default=7696)
     ap.add_argument("--json", type=Path, help="cells, written after every run; an existing file is resumed")
     ap.add_argument("--resamples", type=int, default=10000)
@@ -188,13 +218,16 @@ def main() -> None:
     pairs = [tuple(p.split(":", 1)) for p in args.pairs.split(",") if p]
     if any(len(p) != 2 for p in pairs):
         raise SystemExit(f"--pairs {args.pairs!r}: write SOURCE:TASK pairs separated by commas")
+    related = dict(tuple(p.split(":", 1)) for p in args.related.split(",") if ":" in p)
+    if any(p and ":" not in p for p in args.related.split(",")):
+        raise SystemExit(f"--related {args.related!r}: write TASK:RELATED pairs separated by commas")
     seeds = [int(s) for s in args.seeds.split(",") if s]
     if args.report_only:
         if not args.json or not args.json.exists():
             raise SystemExit("--report-only needs --json FILE of an earlier run: pass the results file")
         cells = json.loads(args.json.read_text())["cells"]
     else:
-        cells = run_all(args, tasks, pairs, seeds)  # type: ignore[arg-type]
+        cells = run_all(args, tasks, pairs, seeds, related)  # type: ignore[arg-type]
     groups = {t: tasks for t in K3} | {K1: [task for _, task in pairs]}
     report(cells, groups, seeds, args.budget, args.resamples)
 

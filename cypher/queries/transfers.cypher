@@ -1,7 +1,7 @@
 // Decisions carried from one target or task to another, with the outcome on both sides.
 // Each row is one TRANSFERS_TO edge: an offline kernel's knob decision measured on one target or task, re-rendered
-// for another (LMUL rescaled for its VLEN, knobs moved by technique onto another family: agent/transfer.py) and
-// measured there; speedups over plain -O3 on each side.
+// for another (LMUL rescaled for its VLEN or moved as other tasks' best moved between the two targets, knobs moved
+// by technique onto another family: agent/transfer.py) and measured there; speedups over plain -O3 on each side.
 // @param to_target: string = null  only transfers into this target (null: every target)
 MATCH (src:Experience)-[t:TRANSFERS_TO]->(x:Experience)
 WHERE $to_target IS NULL OR x.target_key = $to_target

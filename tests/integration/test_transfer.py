@@ -97,3 +97,40 @@ def test_a_decision_moves_to_a_related_operator_by_technique() -> None:
     assert made is not None
     variant, rescaled = made
     assert (variant.family, variant.knobs["rows"], variant.knobs["blocks"], rescaled) == ("quant", 4, 2, "")
+
+
+def test_a_knob_moves_as_a_related_tasks_best_moved_between_the_targets(
+    neo4j_settings, _session_store, embedder, tmp_path_factory
+) -> None:
+    """sasum's best LMUL went from 1 on K1 to 8 on the X100; sdot's K1 best (LMUL 1) starts the X100 run at 8."""
+    from service.bootstrap import Container
+    from tests.integration.conftest import wipe
+
+    wipe(_session_store)
+    c = Container(neo4j_settings.model_copy(update={"home": tmp_path_factory.mktemp("shift-home")}))
+    c.__dict__["store"] = _session_store
+    c.__dict__["embedder"] = embedder
+    opt = Optimizer(c)
+    for task, target, lmul in (("sasum", "k1-x60", 1), ("sasum", "k3-x100", 8), ("sdot", "k1-x60", 1)):
+        run = opt.create_run(RunRequest(task=task, target=target, budget=1, generator="offline"))
+        v = OfflineGenerator(load_task(task), load_target(target)).render("rvv_reduction", {"lmul": lmul})
+        exp = Experience(
+            id=f"{run.id}-0000",
+            task_id=task,
+            target_key=target,
+            run_id=run.id,
+            code=v.code,
+            code_hash=v.key,
+            variant=json.dumps({"family": v.family, "knobs": v.knobs}),
+            status=ExperienceStatus.OK,
+            speedup=3.0,
+        )
+        Recorder(c.store, c.embedder).record(exp, True, None, True)
+    run = opt.create_run(RunRequest(task="sdot", target="k3-x100", budget=1, directions=1, generator="offline"))
+    opt.execute(run.id)
+    [edge] = c.store.read(
+        "MATCH (s:Experience {task_id: 'sdot', target_key: 'k1-x60'})-[t:TRANSFERS_TO]->(x:Experience) "
+        "RETURN t.rescaled AS note, x.variant AS v, x.status AS st"
+    )
+    assert json.loads(edge["v"])["knobs"]["lmul"] == 8 and edge["st"] == "ok"
+    assert edge["note"] == "lmul 1 -> 8 as other tasks' best moved (x8: sasum)"
