@@ -121,7 +121,8 @@ _OPERATOR_WORDS: dict[Operator, str] = {
     Operator.NORM: r"(?:rms|layer|batch|group|instance)[ _-]?norm|normali[sz]ation|root[- ]mean[- ]square|"
     r"mean and variance|\bvariance\b",
     Operator.CONV: r"\bconv(?!er)|im2col|winograd|depthwise|pointwise|1x1|3x3|\bunfold|patches into columns",
-    Operator.POOL: r"(?<!thread )\bpool|pooling|average over (?:all )?(?:the )?spatial|spatial (?:average|mean)",
+    Operator.POOL: r"(?<!thread )\bpool|pooling|(?:max|min|avg|average|global)[ _-]?pool|"
+    r"average over (?:all )?(?:the )?spatial|spatial (?:average|mean)",
     Operator.ACTIVATION: _ACTIVATION_NAMES + r"|exponential|\bexpf?\b|\berff?\b|\blogf?\b",
     Operator.ATTENTION: r"attention|\bsdpa\b|kv[- ]cache|\bwkv\b|rwkv",
     Operator.ROPE: r"\brope\b|rotary",
@@ -140,7 +141,8 @@ _TECHNIQUE_WORDS: dict[Technique, str] = {
     # on an in-order core, interleaving loads with the arithmetic is what unrolling buys
     Technique.UNROLL: r"unroll|interleav\w* (?:the )?(?:vector )?(?:loads?|fmas?|vfmacc)|"
     r"(?:hide|hiding) (?:the )?(?:load |memory |fma )?latency|never waits",
-    Technique.MULTI_ACCUMULATOR: r"accumulators|partial sums|independent (?:chains|sums)|fma latency",
+    Technique.MULTI_ACCUMULATOR: r"accumulators|partial sums|independent (?:chains|sums)|fma latency|"
+    r"(?:several|multiple|independent|\d+) (?:running |partial )?(?:maxima|minima|sums|maxes|mins)\b",
     Technique.VECTOR_LENGTH: r"\blmul\b|register group|\bm[248]\b|\be(?:8|16|32|64)m[1248]\b|vector[- ]length|"
     r"strip[- ]?min\w*|\bvlmax\b|\bvlenb\b",
     Technique.TAIL_HANDLING: r"\btails?\b|epilogue|remainder|leftover",
@@ -149,14 +151,19 @@ _TECHNIQUE_WORDS: dict[Technique, str] = {
     Technique.REGISTER_BLOCKING: r"blocking|tiling|\btiles?\b|micro-?kernel|\breuse\b|"
     r"(?:several|multiple|\d+) (?:rows|columns|outputs|dot products) at (?:a time|once)|"
     r"across (?:several|multiple) (?:rows|columns)",
-    Technique.WIDENING: r"widening|vf?wmacc|vf?wmul|vwredsum",
+    # accumulating narrow products in a wider type is what widening instructions are for
+    Technique.WIDENING: r"\bwiden\w*|vf?wmacc|vf?wmul|vwredsum|"
+    r"(?:int32|i32|32-?bit|fp32|f32) accumulat\w*|accumulat\w* (?:in|into) (?:an? )?(?:int32|i32|32-?bit|int16)",
     # accumulating in a vector register is the other half of reducing once, after the loop
     Technique.REDUCTION: r"reduces? once|horizontal|vf?redu?o?sum|vredsum|(?<!range )reduction|"
     r"accumulat\w* (?:\w+ ){0,3}in (?:a )?vectors?\b",
-    Technique.MEMORY_ACCESS: r"strided|unit-?stride|\bvlse|gather|segment(?:ed)? load|vlseg|cache lines?",
-    Technique.APPROXIMATION: r"polynomial|approximat|lookup table|\blut\b",
-    Technique.THREADING: r"thread|multi-?core|openmp|paralleli[sz]",
-    Technique.FUSION: r"\bfus(?:e|ed|ion)\b|single pass|one pass",
+    Technique.MEMORY_ACCESS: r"strided|unit-?stride|\bvlse|gather|segment(?:ed)? load|vlseg|cache lines?|"
+    r"\binc[xy]\b|\bnon-?unit (?:stride|increment)s?|negative strides?|\b(?:row|column|col)[- ]major\b",
+    Technique.APPROXIMATION: r"polynomial|approximat|lookup table|\blut\b|fast[- ](?:exp|log|tanh|sigmoid|erf|math)",
+    Technique.THREADING: r"thread|multi-?core|openmp|paralleli[sz]|\b(?:\d+|all|several|both) (?:\w+ )?cores\b",
+    # the taxonomy's fusion includes FMA and folding one operator into another's constants
+    Technique.FUSION: r"\bfus(?:e|ed|ion)\b|single pass|one pass|\bfold\w* (?:\w+ ){0,4}into\b",
+    Technique.ALGORITHMIC: r"winograd|strassen|\bfft\b|algorithmic|lower complexity",
     Technique.ALIGNMENT: r"\balign(?:ed|ment)?\b|misalign|unaligned",
 }
 
@@ -191,7 +198,7 @@ _NUMBER_TYPE += r"\bfloat16\b|\bbinary16\b|(?:half|single|double)[- ]precision)"
 _NUMERIC = re.compile(_NUMBER_TYPE, re.IGNORECASE)
 _TYPE_TO_TYPE = re.compile(rf"{_NUMBER_TYPE}(?: bit pattern)? (?:to|->|into) (?:an? )?{_NUMBER_TYPE}", re.IGNORECASE)
 # The BLAS levels by name: level 1 is the vector routines.
-_LEVEL1_BLAS = re.compile(r"level[- ]?1 blas|\bblas[- ]?1\b", re.IGNORECASE)
+_LEVEL1_BLAS = re.compile(r"level[- ]?1 blas|\bblas[- ]?(?:level[- ]?)?1\b", re.IGNORECASE)
 _LEVEL1_OPERATORS = {
     str(o) for o in (Operator.DOT, Operator.AXPY, Operator.NRM2, Operator.REDUCE, Operator.ELEMENTWISE)
 }
@@ -251,10 +258,10 @@ def query_intent(query: str, target_isa: str | None = None) -> Intent:
         operators |= _LEVEL1_OPERATORS
     if operators & _CONTAINS_EXP and not _NAMED_ACTIVATION.search(query):
         operators.discard(str(Operator.ACTIVATION))
-    operators = _without_inner_steps(operators)
     return Intent(
         isa=isas,
-        operator=_products_of_quantized_data(query, operators) if quantized_data else operators,
+        # a product of quantized data first: "q4_K vec_dot" names a dot that is a quantized dot, not a quantize
+        operator=_without_inner_steps(_products_of_quantized_data(query, operators) if quantized_data else operators),
         technique={str(t) for t, rx in _QUERY_TECHNIQUE if rx.search(query)},
         implied_isa=None if isas else target_isa,
         float_data=bool(_FLOAT_DATA.search(query)) and not quantized_data,

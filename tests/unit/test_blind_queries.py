@@ -16,9 +16,14 @@ import pytest
 from knowledge.taxonomy import Isa, Operator, Technique
 
 QUERY_DIR = Path(__file__).resolve().parents[1] / "data" / "retrieval"
-# the first blind set and held-out set 2 (both now development sets of the ranking rules) and held-out set 3,
-# the one the rules of 2026-12-03's second round were judged on
-BLIND_SETS = ("k1_queries_blind.json", "k1_queries_heldout2.json", "k1_queries_heldout3.json")
+# blind sets in the order they were written; each judged one round of ranking rules and then became a
+# development set (docs/MINERS.md): the newest, set 4, judged the third round
+BLIND_SETS = (
+    "k1_queries_blind.json",
+    "k1_queries_heldout2.json",
+    "k1_queries_heldout3.json",
+    "k1_queries_heldout4.json",
+)
 ENUM_FIELDS: dict[str, type[StrEnum]] = {"isa": Isa, "operator": Operator, "technique": Technique}
 RULE_FIELDS = {*ENUM_FIELDS, "text"}
 

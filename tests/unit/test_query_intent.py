@@ -234,3 +234,16 @@ def test_techniques_in_the_words_of_in_order_cores_and_strip_mining() -> None:
     assert "vector_length" in query_intent("strip-mining that is vector-length agnostic").technique
     assert "reduction" in query_intent("q8_0 dot: accumulate blocks in vector registers").technique
     assert "reduction" not in query_intent("exp with range reduction").technique
+
+
+def test_the_third_rounds_words() -> None:
+    assert query_intent("maxpool 2x2 stride 2").operator == {"pool"}
+    assert query_intent("q4_K q6_K vec_dot rvv").operator == {"quant_dot"}  # a dot of block formats, no quantize
+    assert "widening" in query_intent("u8s8 int8 GEMM with int32 accumulation").technique
+    blas1 = query_intent("BLAS level-1 with non-unit increments (incx, incy)")
+    assert {"dot", "axpy"} <= blas1.operator and blas1.technique == {"memory_access"}
+    assert query_intent("split sgemm across the 4 cores of one cluster").technique == {"threading"}
+    assert query_intent("fast exp for softmax").technique == {"approximation"}
+    assert query_intent("reduce max with several running maxima").technique == {"multi_accumulator"}
+    assert query_intent("winograd F(2x2,3x3) convolution").technique == {"algorithmic"}
+    assert query_intent("fold inference batchnorm into a per-channel scale").technique == {"fusion"}
