@@ -158,7 +158,7 @@ _TECHNIQUE_WORDS: dict[Technique, str] = {
     Technique.REDUCTION: r"reduces? once|horizontal|vf?redu?o?sum|vredsum|(?<!range )reduction|"
     r"accumulat\w* (?:\w+ ){0,3}in (?:a )?vectors?\b",
     Technique.MEMORY_ACCESS: r"strided|unit-?stride|\bvlse|gather|segment(?:ed)? load|vlseg|cache lines?|"
-    r"\binc[xy]\b|\bnon-?unit (?:stride|increment)s?|negative strides?|\b(?:row|column|col)[- ]major\b",
+    r"\binc[xy]\b|\bnon-?unit (?:stride|increment)s?|negative strides?",
     Technique.APPROXIMATION: r"polynomial|approximat|lookup table|\blut\b|fast[- ](?:exp|log|tanh|sigmoid|erf|math)",
     Technique.THREADING: r"thread|multi-?core|openmp|paralleli[sz]|\b(?:\d+|all|several|both) (?:\w+ )?cores\b",
     # the taxonomy's fusion includes FMA and folding one operator into another's constants
@@ -254,7 +254,7 @@ def query_intent(query: str, target_isa: str | None = None) -> Intent:
     operators = {str(op) for op, rx in _QUERY_OPERATOR if rx.search(query)}
     if _converts_numbers(query):
         operators.add(str(Operator.QUANTIZE))
-    if _LEVEL1_BLAS.search(query):
+    if _LEVEL1_BLAS.search(query) and not operators:  # "saxpy, a level-1 BLAS routine" names its operator
         operators |= _LEVEL1_OPERATORS
     if operators & _CONTAINS_EXP and not _NAMED_ACTIVATION.search(query):
         operators.discard(str(Operator.ACTIVATION))
