@@ -247,3 +247,10 @@ def test_the_third_rounds_words() -> None:
     assert query_intent("reduce max with several running maxima").technique == {"multi_accumulator"}
     assert query_intent("winograd F(2x2,3x3) convolution").technique == {"algorithmic"}
     assert query_intent("fold inference batchnorm into a per-channel scale").technique == {"fusion"}
+
+
+def test_what_a_task_description_states_is_not_asked_for() -> None:
+    # the agent's own queries carry the task's description: its layout and BLAS level are facts, not requests
+    assert query_intent("sgemm: C = A*B, row-major, NCHW input").technique == set()
+    assert query_intent("sgemm: C = A*B, row-major, NCHW input").operator == {"gemm"}
+    assert query_intent("saxpy, a level-1 BLAS routine").operator == {"axpy"}
