@@ -159,10 +159,19 @@ def _wait_within_budget(proc: subprocess.Popen[bytes], log: Path, timeout_s: flo
         if time.monotonic() > deadline:
             _kill_group(proc)
             return "timeout"
-        if log.exists() and log.stat().st_size > max_bytes:
+        if _size(log) > max_bytes:
             _kill_group(proc)
             return "log"
         step = min(step * 2, 0.05)
+
+
+def _size(path: Path) -> int:
+    """The log's size, 0 while it is missing. The sandbox launcher swaps its link for the written log when the
+    run ends (unlink, then rename): a check between the two finds no file, which is not an error."""
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
 
 
 def _signal_note(rc: int) -> str:
@@ -299,7 +308,7 @@ def trace_region(
         workdir = Path(tmp)
         extra = memory(workdir) if memory else None
         log, seconds, rc = run_logged(qemu_argv, cwd, workdir, timeout_s, max_log_bytes, extra, pass_fds)
-        size = log.stat().st_size if log.exists() else 0
+        size = _size(log)
         try:
             if size == 0:
                 keys, tb_addrs, regions = parse_log(b"", *markers)
