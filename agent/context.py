@@ -149,6 +149,8 @@ def gather(
         _thoughts_from_graph(store, task, target), task, isa
     )
     _attach_stats(store, cards, target.key)
+    transfers = transfer_sources(store, task.name, target.key)
+    elsewhere = any(p.target_key != target.key for p in transfers)  # knob moves matter only across targets
     return AgentContext(
         directions=_choose_directions(store, cards, directions, OPERATOR_TECHNIQUES.get(str(task.operator), ())),
         same_task=_prior(store, target.key, task_id=task.name),
@@ -157,8 +159,8 @@ def gather(
         target_profile=target_profile_text(target),
         timing=timing_text(target, runner),
         rules=rules_text(task, target),
-        transfers=transfer_sources(store, task.name, target.key),
-        decisions=best_decisions(store, task.name, target.key),
+        transfers=transfers,
+        decisions=best_decisions(store, task.name, target.key) if elsewhere else [],
     )
 
 
@@ -350,23 +352,28 @@ def _prior_from_row(row: dict, **where: Any) -> PriorExperience:
     )
 
 
+# A measured kernel of an offline family (not clang's own vectorizer): a decision another run can re-render.
+_OFFLINE_DECISION = (
+    'x.speedup IS NOT NULL AND x.variant CONTAINS \'"family"\' AND NOT x.variant CONTAINS \'"family": "generic"\''
+)
+
 _SAME_TASK_ELSEWHERE = """
 MATCH (:Target {key: $target})-[s:SIMILAR_TO]-(g:Target)
 WITH g, max(s.weight) AS weight
 MATCH (x:Experience {task_id: $task, target_key: g.key, status: 'ok'})
-WHERE x.speedup IS NOT NULL AND x.variant CONTAINS '"family"' AND NOT x.variant CONTAINS '"family": "generic"'
+WHERE OFFLINE_DECISION
 WITH g, weight, x ORDER BY x.speedup DESC
 WITH g, weight, collect(x)[0] AS best
 RETURN best.id AS id, best.task_id AS task, best.speedup AS speedup, best.code AS code, best.cflags AS cflags,
        best.variant AS variant, best.code_hash AS key, best.competent_speedup AS competent,
        g.key AS target, coalesce(g.vlen, 0) AS vlen, weight
-"""
+""".replace("OFFLINE_DECISION", _OFFLINE_DECISION)
 
 _RELATED_TASKS = """
 MATCH (:Task {id: $task})-[s:SIMILAR_TO]-(t:Task)
 WITH t, max(s.weight) AS task_w
 MATCH (x:Experience {task_id: t.id, status: 'ok'})-[:ON_TARGET]->(g:Target)
-WHERE x.speedup IS NOT NULL AND x.variant CONTAINS '"family"' AND NOT x.variant CONTAINS '"family": "generic"'
+WHERE OFFLINE_DECISION
 OPTIONAL MATCH (g)-[gs:SIMILAR_TO]-(:Target {key: $target})
 WITH t, task_w, g, CASE WHEN g.key = $target THEN 1.0 ELSE max(gs.weight) END AS target_w, x
 WHERE target_w IS NOT NULL
@@ -375,7 +382,7 @@ WITH t, g, weight, collect(x)[0] AS best
 RETURN best.id AS id, best.task_id AS task, best.speedup AS speedup, best.code AS code, best.cflags AS cflags,
        best.variant AS variant, best.code_hash AS key, best.competent_speedup AS competent,
        g.key AS target, coalesce(g.vlen, 0) AS vlen, weight
-"""
+""".replace("OFFLINE_DECISION", _OFFLINE_DECISION)
 
 
 _BEST_DECISIONS = """
@@ -383,12 +390,11 @@ OPTIONAL MATCH (:Target {key: $target})-[:SIMILAR_TO]-(g:Target)
 WITH collect(DISTINCT g.key) + [$target] AS keys
 UNWIND keys AS key
 MATCH (x:Experience {target_key: key, status: 'ok'})
-WHERE x.task_id <> $task AND x.speedup IS NOT NULL AND x.variant CONTAINS '"family"'
-  AND NOT x.variant CONTAINS '"family": "generic"'
+WHERE x.task_id <> $task AND OFFLINE_DECISION
 WITH x.task_id AS task, key, x ORDER BY x.speedup DESC
 WITH task, key, collect(x.variant)[0] AS variant
 RETURN task, key AS target, variant ORDER BY task, target LIMIT $limit
-"""
+""".replace("OFFLINE_DECISION", _OFFLINE_DECISION)
 
 
 def best_decisions(

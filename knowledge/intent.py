@@ -192,7 +192,6 @@ _CONVERSION_ACTION = re.compile(
 
 # Converting numbers (not a layout: "convert a planar tensor to interleaved records") is a quantize kernel's job:
 # a conversion named beside a numeric type, or one type turned into another ("fp16 to fp32").
-_CONVERSION = re.compile(r"conver(?:t|ts|ting|sion)|\bcast(?:s|ing)?\b", re.IGNORECASE)
 _NUMBER_TYPE = r"(?:\b(?:b?f|fp|u?int|i|u)(?:4|8|16|32|64)\b|\bint\b|\bfloats?\b|\bhalf\b|\bdouble\b|\bbfloat16\b|"
 _NUMBER_TYPE += r"\bfloat16\b|\bbinary16\b|(?:half|single|double)[- ]precision)"
 _NUMERIC = re.compile(_NUMBER_TYPE, re.IGNORECASE)
@@ -269,7 +268,7 @@ def query_intent(query: str, target_isa: str | None = None) -> Intent:
 
 
 def _converts_numbers(query: str) -> bool:
-    return bool(_TYPE_TO_TYPE.search(query) or (_CONVERSION.search(query) and _NUMERIC.search(query)))
+    return bool(_TYPE_TO_TYPE.search(query) or (_CONVERSION_ACTION.search(query) and _NUMERIC.search(query)))
 
 
 def _without_inner_steps(operators: set[str]) -> set[str]:

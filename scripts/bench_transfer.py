@@ -47,6 +47,7 @@ K1, K3 = "k1-x60", ("k3-x100", "k3-a100")
 TASKS = "sgemm_tall_n16,layernorm,reduce_max"
 PAIRS = "sgemv_t:matmulnbits_q4_gemv,q8_0_q8_0_dot:q4_0_q8_0_dot"
 RELATED = "reduce_max:reduce_sum,layernorm:rmsnorm,sgemm_tall_n16:sgemm_64"  # the same offline family each
+MODES = ("cold", "warm", "warm+")  # warm+: a related task ran the same chain first
 
 
 def key(mode: str, target: str, task: str, seed: int) -> str:
@@ -153,9 +154,6 @@ class Figures:
         return statistics.median(metric(mode, t, s) for t, s in pairs)
 
 
-MODES = ("cold", "warm", "warm+")
-
-
 def report(cells: dict[str, Cell], groups: dict[str, list[str]], seeds: list[int], budget: int, resamples: int) -> None:
     rng = random.Random(20261202)
     for target, tasks in groups.items():
@@ -218,9 +216,10 @@ def main() -> None:
     pairs = [tuple(p.split(":", 1)) for p in args.pairs.split(",") if p]
     if any(len(p) != 2 for p in pairs):
         raise SystemExit(f"--pairs {args.pairs!r}: write SOURCE:TASK pairs separated by commas")
-    related = dict(tuple(p.split(":", 1)) for p in args.related.split(",") if ":" in p)
-    if any(p and ":" not in p for p in args.related.split(",")):
+    related_pairs = [p.split(":", 1) for p in args.related.split(",") if p]
+    if any(len(p) != 2 or not all(p) for p in related_pairs):
         raise SystemExit(f"--related {args.related!r}: write TASK:RELATED pairs separated by commas")
+    related = dict(related_pairs)
     seeds = [int(s) for s in args.seeds.split(",") if s]
     if args.report_only:
         if not args.json or not args.json.exists():

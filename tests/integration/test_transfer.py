@@ -21,32 +21,43 @@ from evaluator.tasks import load_task
 from knowledge.models import Experience, ExperienceStatus
 
 
-@pytest.fixture(scope="module")
-def warm_run(neo4j_settings, _session_store, embedder, tmp_path_factory):
-    """One K1 kernel recorded, then a one-evaluation run of the same task on K3 A100."""
+def _blank_container(settings, store, embedder, home):
+    """A container on the session's Neo4j, emptied first, with its own home."""
     from service.bootstrap import Container
     from tests.integration.conftest import wipe
 
-    wipe(_session_store)
-    c = Container(neo4j_settings.model_copy(update={"home": tmp_path_factory.mktemp("transfer-home")}))
-    c.__dict__["store"] = _session_store
+    wipe(store)
+    c = Container(settings.model_copy(update={"home": home}))
+    c.__dict__["store"] = store
     c.__dict__["embedder"] = embedder
-    opt = Optimizer(c)
-    k1 = opt.create_run(RunRequest(task="sdot", target="k1-x60", budget=1, generator="offline"))
-    gen = OfflineGenerator(load_task("sdot"), load_target("k1-x60"))
-    v = gen.render("rvv_reduction", {"lmul": 8, "accumulators": 2})
-    source = Experience(
-        id=f"{k1.id}-0000",
-        task_id="sdot",
-        target_key="k1-x60",
-        run_id=k1.id,
+    return c
+
+
+def _record_kernel(c, opt: Optimizer, task: str, target: str, knobs: dict) -> Experience:
+    """An earlier run's kernel of the rvv_reduction family, recorded through the agent's own recorder (3.0x)."""
+    run = opt.create_run(RunRequest(task=task, target=target, budget=1, generator="offline"))
+    v = OfflineGenerator(load_task(task), load_target(target)).render("rvv_reduction", knobs)
+    exp = Experience(
+        id=f"{run.id}-0000",
+        task_id=task,
+        target_key=target,
+        run_id=run.id,
         code=v.code,
         code_hash=v.key,
         variant=json.dumps({"family": v.family, "knobs": v.knobs}),
         status=ExperienceStatus.OK,
         speedup=3.0,
     )
-    Recorder(c.store, c.embedder).record(source, True, None, True)
+    Recorder(c.store, c.embedder).record(exp, True, None, True)
+    return exp
+
+
+@pytest.fixture(scope="module")
+def warm_run(neo4j_settings, _session_store, embedder, tmp_path_factory):
+    """One K1 kernel recorded, then a one-evaluation run of the same task on K3 A100."""
+    c = _blank_container(neo4j_settings, _session_store, embedder, tmp_path_factory.mktemp("transfer-home"))
+    opt = Optimizer(c)
+    source = _record_kernel(c, opt, "sdot", "k1-x60", {"lmul": 8, "accumulators": 2})
     run = opt.create_run(RunRequest(task="sdot", target="k3-a100", budget=1, directions=1, generator="offline"))
     return c, source, opt.execute(run.id)
 
@@ -103,29 +114,10 @@ def test_a_knob_moves_as_a_related_tasks_best_moved_between_the_targets(
     neo4j_settings, _session_store, embedder, tmp_path_factory
 ) -> None:
     """sasum's best LMUL went from 1 on K1 to 8 on the X100; sdot's K1 best (LMUL 1) starts the X100 run at 8."""
-    from service.bootstrap import Container
-    from tests.integration.conftest import wipe
-
-    wipe(_session_store)
-    c = Container(neo4j_settings.model_copy(update={"home": tmp_path_factory.mktemp("shift-home")}))
-    c.__dict__["store"] = _session_store
-    c.__dict__["embedder"] = embedder
+    c = _blank_container(neo4j_settings, _session_store, embedder, tmp_path_factory.mktemp("shift-home"))
     opt = Optimizer(c)
     for task, target, lmul in (("sasum", "k1-x60", 1), ("sasum", "k3-x100", 8), ("sdot", "k1-x60", 1)):
-        run = opt.create_run(RunRequest(task=task, target=target, budget=1, generator="offline"))
-        v = OfflineGenerator(load_task(task), load_target(target)).render("rvv_reduction", {"lmul": lmul})
-        exp = Experience(
-            id=f"{run.id}-0000",
-            task_id=task,
-            target_key=target,
-            run_id=run.id,
-            code=v.code,
-            code_hash=v.key,
-            variant=json.dumps({"family": v.family, "knobs": v.knobs}),
-            status=ExperienceStatus.OK,
-            speedup=3.0,
-        )
-        Recorder(c.store, c.embedder).record(exp, True, None, True)
+        _record_kernel(c, opt, task, target, {"lmul": lmul})
     run = opt.create_run(RunRequest(task="sdot", target="k3-x100", budget=1, directions=1, generator="offline"))
     opt.execute(run.id)
     [edge] = c.store.read(
