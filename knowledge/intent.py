@@ -115,9 +115,10 @@ _OPERATOR_WORDS: dict[Operator, str] = {
     Operator.DOT: r"\b[sd]?dot\b|dot[- ]product|inner product|vec_dot",
     Operator.AXPY: r"axpb?y",
     Operator.NRM2: r"nrm2|euclidean norm|\b2-norm\b|vector norm",
-    # also described by its steps: the max or the sum of the row around an exp, or a log-sum-exp
-    Operator.SOFTMAX: r"softmax|log[- ]?sum[- ]?exp|\b(?:max|sum)\b[^.;:]*\bexp(?!and)\w*|"
-    r"\bexp(?!and)\w*[^.;:]*\b(?:max|sum)\b",
+    # also described by its steps: the max or the sum of the row around an exp (within one clause, bounded so a
+    # long query costs linear time), or a log-sum-exp
+    Operator.SOFTMAX: r"softmax|log[- ]?sum[- ]?exp|\b(?:max|sum)\b[^.;:]{0,80}\bexp(?!and)\w*|"
+    r"\bexp(?!and)\w*[^.;:]{0,80}\b(?:max|sum)\b",
     Operator.NORM: r"(?:rms|layer|batch|group|instance)[ _-]?norm|normali[sz]ation|root[- ]mean[- ]square|"
     r"mean and variance|\bvariance\b",
     Operator.CONV: r"\bconv(?!er)|im2col|winograd|depthwise|pointwise|1x1|3x3|\bunfold|patches into columns",
