@@ -12,6 +12,12 @@ the start of its diff. It never runs the classifier, so labelling is blind to th
 `eval` reads a labelled TSV (label `optimization` or `other`), classifies exactly those commits with the
 miner's own walk -> triage -> patch -> classify path, and prints precision, recall (with 95% Wilson
 intervals) and every miss. The library profile comes from the repository name (`auto`).
+
+Optional columns: `borderline` (yes/no: the figures are repeated without those commits) and, for
+optimizations, `operators` and `techniques` (comma-separated taxonomy values, knowledge/taxonomy.py). With
+them, `eval` also compares what the miner would store: on commits both call optimizations, the operators and
+techniques of the thoughts it distils (as they land in the graph), as precision and recall of the tags and
+whether the primary thought's operator is one the labeller named.
 """
 
 from __future__ import annotations
@@ -41,6 +47,20 @@ class Labelled:
     repo: str
     label: str
     reason: str
+    operators: tuple[str, ...] = ()
+    techniques: tuple[str, ...] = ()
+    borderline: bool = False
+
+
+@dataclass(frozen=True)
+class Predicted:
+    """The miner's verdict on one commit, and the tags of the thoughts it would store from it."""
+
+    is_optimization: bool
+    score: float
+    title: str
+    operators: tuple[str, ...] = ()  # of the distilled thoughts, the primary one's first
+    techniques: tuple[str, ...] = ()
 
 
 def parse_repo_args(values: list[str]) -> dict[str, str]:
@@ -66,8 +86,27 @@ def read_labels(path: str) -> list[Labelled]:
             if missing:
                 raise SystemExit(f"labels {path!r} line {n}: empty field(s) {', '.join(missing)}")
             reason = row.get("reason") or ""
-            rows.append(Labelled(row["sha"].strip(), row["repo"].strip(), row["label"].strip(), reason))
+            ops = _tags(row.get("operators"), "operators", path, n)
+            techs = _tags(row.get("techniques"), "techniques", path, n)
+            borderline = (row.get("borderline") or "no").strip().lower() == "yes"
+            rows.append(
+                Labelled(row["sha"].strip(), row["repo"].strip(), row["label"].strip(), reason, ops, techs, borderline)
+            )
     return rows
+
+
+def _tags(value: str | None, column: str, path: str, line: int) -> tuple[str, ...]:
+    """A comma-separated list of taxonomy values; an unknown one stops the run, naming its line."""
+    from knowledge.taxonomy import Operator, Technique
+
+    allowed = {e.value for e in (Operator if column == "operators" else Technique)}
+    tags = tuple(t.strip() for t in (value or "").split(",") if t.strip())
+    unknown = [t for t in tags if t not in allowed]
+    if unknown:
+        raise SystemExit(
+            f"labels {path!r} line {line}: unknown {column} {', '.join(unknown)}; use knowledge/taxonomy.py's values"
+        )
+    return tags
 
 
 def _git(path: str, *args: str) -> str:
@@ -133,13 +172,13 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return (max(0.0, mid - half), min(1.0, mid + half))
 
 
-def predictions(repos: dict[str, str], labels: list[Labelled]) -> dict[str, tuple[bool, float, str]]:
-    """sha -> (is_optimization, score, title) from the miner's own classification path."""
+def predictions(repos: dict[str, str], labels: list[Labelled]) -> dict[str, Predicted]:
+    """sha -> the miner's verdict from its own classification path, with the thoughts it would distil."""
     from miners import gitwalk
     from miners.pipeline import classify_commits
     from miners.profiles import detect_library
 
-    out: dict[str, tuple[bool, float, str]] = {}
+    out: dict[str, Predicted] = {}
     for name, path in repos.items():
         shas = [r.sha for r in labels if r.repo == name]
         if not shas:
@@ -149,13 +188,62 @@ def predictions(repos: dict[str, str], labels: list[Labelled]) -> dict[str, tupl
         warnings = gitwalk.WalkWarnings()
         raws = list(gitwalk.read_commits(handle, shas, warnings))
         for m in classify_commits(handle, profile, raws, warnings):
-            out[m.raw.sha] = (m.classification.is_optimization, m.classification.score, m.raw.title)
+            c = m.classification
+            ops, techs = _thought_tags(name, m)
+            out[m.raw.sha] = Predicted(c.is_optimization, c.score, m.raw.title, ops, techs)
         for w in warnings.messages:
             print(f"warning: {name}: {w}", file=sys.stderr)
     return out
 
 
-def evaluate(labels: list[Labelled], preds: dict[str, tuple[bool, float, str]]) -> dict:
+def _thought_tags(repo: str, m) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Operators and techniques of the thoughts the pipeline would store from this commit (none when it
+    evidences no CPU thought), the primary thought's operator first."""
+    from miners.distill import evidence_thoughts
+    from miners.pipeline import _evidence
+
+    ev = _evidence(repo, m)
+    if ev is None:
+        return (), ()
+    drafts = evidence_thoughts(ev)
+    ops = dict.fromkeys(d.operator.value for d in drafts)
+    techs = dict.fromkeys(d.technique.value for d in drafts)
+    return tuple(ops), tuple(techs)
+
+
+def tag_agreement(labels: list[Labelled], preds: dict[str, Predicted]) -> dict:
+    """On commits both call optimizations and the labeller tagged: precision and recall of the miner's
+    thought tags against the labels (pooled over commits), and how often its primary operator was named."""
+    both = [r for r in labels if r.label == "optimization" and preds[r.sha].is_optimization]
+    out: dict = {"commits": len(both)}
+    for field in ("operators", "techniques"):
+        rows = [(set(getattr(r, field)), set(getattr(preds[r.sha], field))) for r in both if getattr(r, field)]
+        hit = sum(len(t & p) for t, p in rows)
+        said = sum(len(p) for _, p in rows)
+        named = sum(len(t) for t, _ in rows)
+        out[field] = {
+            "tagged_commits": len(rows),
+            "precision": round(hit / said, 3) if said else None,
+            "precision_95ci": [round(x, 3) for x in wilson(hit, said)],
+            "recall": round(hit / named, 3) if named else None,
+            "recall_95ci": [round(x, 3) for x in wilson(hit, named)],
+        }
+    primary = [(r, preds[r.sha].operators[0]) for r in both if r.operators and preds[r.sha].operators]
+    agree = sum(op in r.operators for r, op in primary)
+    out["primary_operator_named"] = {
+        "of": len(primary),
+        "share": round(agree / len(primary), 3) if primary else None,
+        "share_95ci": [round(x, 3) for x in wilson(agree, len(primary))],
+        "misses": [
+            {"sha": r.sha, "repo": r.repo, "miner": op, "labelled": list(r.operators), "title": preds[r.sha].title}
+            for r, op in primary
+            if op not in r.operators
+        ],
+    }
+    return out
+
+
+def evaluate(labels: list[Labelled], preds: dict[str, Predicted]) -> dict:
     tp = fp = fn = tn = 0
     misses: list[dict] = []
     for r in labels:
@@ -164,7 +252,7 @@ def evaluate(labels: list[Labelled], preds: dict[str, tuple[bool, float, str]]) 
         if r.sha not in preds:
             raise SystemExit(f"commit {r.sha[:12]} ({r.repo}) was not found in the repository given for it")
         truth = r.label == "optimization"
-        pred, score, title = preds[r.sha]
+        pred, score, title = preds[r.sha].is_optimization, preds[r.sha].score, preds[r.sha].title
         if truth and pred:
             tp += 1
         elif truth:
@@ -175,9 +263,19 @@ def evaluate(labels: list[Labelled], preds: dict[str, tuple[bool, float, str]]) 
             tn += 1
         if truth != pred:
             kind = "false negative" if truth else "false positive"
-            misses.append({"kind": kind, "sha": r.sha, "repo": r.repo, "score": score, "title": title, "why": r.reason})
+            misses.append(
+                {
+                    "kind": kind,
+                    "sha": r.sha,
+                    "repo": r.repo,
+                    "score": score,
+                    "title": title,
+                    "why": r.reason,
+                    "borderline": r.borderline,
+                }
+            )
     prec_n, rec_n = tp + fp, tp + fn
-    return {
+    result = {
         "commits": len(labels),
         "labelled_optimizations": rec_n,
         "predicted_optimizations": prec_n,
@@ -191,6 +289,14 @@ def evaluate(labels: list[Labelled], preds: dict[str, tuple[bool, float, str]]) 
         "recall_95ci": [round(x, 3) for x in wilson(tp, rec_n)],
         "misses": misses,
     }
+    if any(r.borderline for r in labels) and not all(r.borderline for r in labels):
+        clear = evaluate([r for r in labels if not r.borderline], preds)
+        result["without_borderline"] = {
+            k: clear[k] for k in ("commits", "precision", "precision_95ci", "recall", "recall_95ci")
+        }
+    if any(r.operators or r.techniques for r in labels):
+        result["tags"] = tag_agreement(labels, preds)
+    return result
 
 
 def cmd_eval(args: argparse.Namespace) -> None:
@@ -204,11 +310,25 @@ def cmd_eval(args: argparse.Namespace) -> None:
         print(json.dumps(result, indent=2))
         return
     for k, v in result.items():
-        if k != "misses":
+        if k not in ("misses", "tags"):
             print(f"{k:26s} {v}")
     for m in result["misses"]:
         head = f"{m['kind']:15s} {m['sha'][:10]} {m['repo']:22s} score {m['score']:+.1f}"
-        print(f"{head}  {m['title'][:70]}  ({m['why']})")
+        mark = " [borderline]" if m["borderline"] else ""
+        print(f"{head}  {m['title'][:70]}  ({m['why']}){mark}")
+    if "tags" in result:
+        tags = result["tags"]
+        print(f"\nthought tags on the {tags['commits']} commits both call optimizations:")
+        for field in ("operators", "techniques"):
+            t = tags[field]
+            prec, rec = f"{t['precision']} {t['precision_95ci']}", f"{t['recall']} {t['recall_95ci']}"
+            print(f"  {field:11s} precision {prec}  recall {rec}")
+        prim = tags["primary_operator_named"]
+        print(f"  primary operator named by the labeller: {prim['share']} of {prim['of']} {prim['share_95ci']}")
+        for m in prim["misses"]:
+            print(
+                f"    {m['sha'][:10]} miner {m['miner']:12s} labelled {','.join(m['labelled']):20s} {m['title'][:40]}"
+            )
 
 
 def main() -> None:
