@@ -924,6 +924,7 @@ _TOOL_WORDS = (
 )
 _INSTRUMENT_AFTER_RX = re.compile(rf"[\s-]+(?:{_TOOL_WORDS}|analysis|regressions?|numbers|data)\b", re.I)
 INSTRUMENT_TITLE_RX = re.compile(rf"\bperf(?:ormance)?[\s-]+(?:{_TOOL_WORDS})\b|\bprofil(?:er|ing)\b|\blogger\b", re.I)
+_COMPILER_SETTING_RX = re.compile(r"[\s-]+(?:flags?|levels?|options?|settings?)\b", re.I)
 # An identifier right before "optimization"/"opt" makes it a name ("KERNEL.POWER8 optimization", "mask_opt"),
 # not a statement that this commit optimizes.
 _NAME_WINDOW = 200  # characters before "optimization" searched for the name it belongs to
@@ -963,7 +964,8 @@ FUSION_RX = re.compile(
     r"(?:^|:\s*|\b(?:and|to|also)\s+)fus(?:e|es|ing)\b|"
     r"\b(?:add\w*|extend\w*|implement\w*|enabl\w*|support\w*|more|new|generali[sz]\w*)\s+(?:\S+\s+){0,6}?fusions?\b|"
     # the title's subject is a fusion: "Not-where fusion (#7182)", "Gemm/Transpose fusion - more patterns"
-    r"^(?:[\w.-]+\s*:\s*|\[[^\]]{1,30}\]\s*)?[\w/+-]+(?:\s+[\w/+-]+)?[ -]fusions?\b(?!\s+(?:bug|fix|issue|crash)\w*)|"
+    r"^(?:[\w.-]+\s*:\s*|\[[^\]]{1,30}\]\s*)?\s*(?:[\w/+-]+(?:\s+[\w/+-]+)?[ -])?fusions?\b"
+    r"(?!\s+(?:bug|fix|issue|crash)\w*)|"
     r"\bfusions?\s+(?:for|of)\b|\bfused\s+(?:\w+\s+){0,2}?(?:kernels?|ops?|operations?)\b|"
     r"\b(?:add\w*|implement\w*|use[sd]?)\s+(?:a\s+)?fused\b",
     re.I,
@@ -979,7 +981,8 @@ _MECHANISM_BLOCK_RX = re.compile(
 # GPU performance mechanisms: named in a title on GPU code they state a speed purpose as plainly as "SIMD"
 # does on CPU code (on GPU backends "kernel" alone does not: every operator is a kernel).
 _GPU_MECH = (
-    r"\bdp4a?\b|\bw?mma\b|tensor[- ]?cores?|\bcoopmat\d?\b|cooperative[- ]matri\w+|\bsubgroups?\b|"
+    r"\bdp4a?\b|\bw?mma\b|tensor[- ]?cores?|\bcoopmat\d?\b|cooperative[-_ ]matri\w+|\bsubgroups?\b|"
+    r"launch[-_ ]bounds|\bspecial[- ]cased?\b|\bspeciali[sz]ed\b|"
     r"\bsimd[- ]?groups?\b|shared[- ]mem(?:ory)?\b|\bsmem\b|\boccupancy\b|register[- ](?:spill\w*|pressure)|"
     r"bank[- ]conflicts?|\bwarp[- ]?(?:level|shuffle|reduc\w*)\b|\bcp\.async\b|"
     r"\basync(?:hronous)?[- ](?:copy|loads?)\b|"
@@ -991,7 +994,9 @@ GPU_PERF_RX = re.compile(_GPU_MECH, re.I)
 GPU_PERF_TITLE_RX = re.compile(
     r"\b(?:use[sd]?|using|enabl\w*|add\w*|implement\w*|port\w*|switch\w*|move[sd]?|copy|reduc\w*|limit\w*|fix\w*|"
     r"via|with|increas\w*|improv\w*|adjust\w*|tun\w*|split\w*|shard\w*)\b.{0,50}?(?:" + _GPU_MECH + r")|"
-    r"(?:" + _GPU_MECH + r").{0,30}?\b(?:support|kernels?|path|for)\b",
+    r"(?:" + _GPU_MECH + r").{0,30}?\b(?:support|kernels?|path|for)\b|"
+    # the mechanism is the title's subject: "CUDA: launch_bounds, small q4_K tiles"
+    r"^(?:[\w./+ -]{1,30}?\s*:\s+|\[[^\]]{1,40}\]\s*)(?:" + _GPU_MECH + r")",
     re.I,
 )
 # Kernels written for one GPU family ("gemm and gemv kernels for Adreno") exist to run faster on it: the
@@ -1052,6 +1057,14 @@ _SCOPE_PREFIX_RX = re.compile(r"^(?:\[[^\]]{1,40}\]\s*|[\w./+ -]{1,30}?\s*:\s+){
 _SCOPED_HOUSEKEEPING_RX = re.compile(
     r"(?:refactor\w*|clean\s?up|format\w*|style|rename\w*|docs?|readme|changelog|ci|tests?|build|cmake|bump|"
     r"release|version|license|copyright)\b",
+    re.I,
+)
+# "add <X> support": a capability, unless X is an ISA or vector extension (a first vector kernel is a speedup).
+ADD_SUPPORT_RX = re.compile(r"\badd(?:ed|s|ing)?\s+(?P<what>(?:[\w.+-]+\s+){0,2}?[\w.+-]+)\s+support\b", re.I)
+_ISA_WORDS_RX = re.compile(
+    r"\b(?:rvv|risc-?v|riscv\w*|avx\w*|neon|sve2?|sme2?|lsx|lasx|vsx|altivec|power ?(?:9|10)|sse\w*|simd|"
+    r"intrinsics?|assembly|asm|vector\w*|mma|amx|ime\d?|msa|wasm|x86\w*|arm\w*|aarch64|loongarch\w*|"
+    r"zvfh\w*|zv\w+|xthead\w*|kleidiai|spacemit)\b",
     re.I,
 )
 # A purpose clause naming a capability: what the change is for, whatever work it takes.
@@ -1286,6 +1299,9 @@ def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
         and not DEFAULT_UPDATE_TITLE_RX.match(title)
     ):
         add(-1.0, f"title reads as housekeeping ({neg.group(0).strip()!r})")
+    added = ADD_SUPPORT_RX.search(_IDENT_RX.sub(" ", title))
+    if added and title_impl and not (title_perf or claims) and not _ISA_WORDS_RX.search(added.group("what")):
+        add(-1.0, f"title adds support for something other than an ISA ({added.group(0)!r})")
     if (m := FEATURE_PURPOSE_RX.search(title)) and not (title_perf or claims):
         # "Rework the MVN kernel to support arbitrary axes": the kernel work is the means, the feature the aim
         add(-1.0, f"title states a feature as its purpose ({m.group(0)!r})")
@@ -1338,6 +1354,9 @@ def speed_words(text: str) -> set[str]:
     for m in PERF_RX.finditer(text):
         word = m.group(0).lower()
         if word.startswith(("perf", "opt")) and _INSTRUMENT_AFTER_RX.match(text, m.end()):
+            continue
+        # "changed default optimization flag from O3 to O2": the compiler's setting, not a purpose
+        if word.startswith("opt") and _COMPILER_SETTING_RX.match(text, m.end()):
             continue
         # "KERNEL.POWER8 optimization" names a thing; "small mul_mat_vec optimizations" states the work
         # (the name is the word right before: a bounded window keeps a message of repeated words linear)
