@@ -75,3 +75,20 @@ def test_borderline_commits_get_their_own_figures() -> None:
     assert result["recall"] == 0.5 and result["misses"][0]["borderline"]
     assert result["without_borderline"]["commits"] == 2 and result["without_borderline"]["recall"] == 1.0
     assert "tags" not in result  # no commit carries tags
+
+
+def test_the_committed_label_sets_are_well_formed_and_frozen() -> None:
+    """Each labelled set in tests/data/commits reads cleanly (labels, taxonomy tags) and is the file whose
+    checksum its README recorded before any classifier ran on it: a label edited later would fail here."""
+    import hashlib
+
+    folder = PROJECT_ROOT / "tests" / "data" / "commits"
+    readme = (folder / "README.md").read_text()
+    sets = sorted(folder.glob("*.tsv"))
+    assert len(sets) >= 3
+    for path in sets:
+        rows = eval_classifier.read_labels(str(path))
+        assert len(rows) >= 200 and len({r.sha for r in rows}) == len(rows), path.name
+        assert {r.label for r in rows} == {"optimization", "other"}, path.name
+        assert all(not (r.operators or r.techniques) for r in rows if r.label == "other"), path.name
+        assert hashlib.sha256(path.read_bytes()).hexdigest() in readme, f"{path.name} changed after it was frozen"

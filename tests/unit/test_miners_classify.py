@@ -360,6 +360,33 @@ SIGNAL_COMMITS: dict[str, dict[str, str]] = {
     "unet fusion for stable diffusion webui (#4)\n\nSpeed up the fp16 unet; fixes the shape lookup.": {
         "onnxruntime/core/optimizer/attention_fusion.cc": "if (IsFusable(node)) FuseAttention(graph, node);\n",
     },
+    # classifier v6/v7 classes (docs/MINERS.md, blind7-blind9): each a made-up commit of the class
+    "Mul/Relu fusion - more patterns (#5)": {
+        "onnxruntime/core/optimizer/mul_relu_fusion.cc": "bool MulReluFusion::SatisfyCondition() { return true; }\n",
+    },
+    "Add TensorRT perf tool (#6)\n\nMeasures the performance of engines.": {
+        "onnxruntime/python/tools/trt_perf.py": "def run(): pass\n",
+        "onnxruntime/core/providers/tensorrt/perf_tool.cc": "int main() { return 0; }\n",
+    },
+    "Rework CPU LayerNorm kernel to support arbitrary axes (#7)": {
+        "onnxruntime/core/providers/cpu/nn/layer_norm.cc": "for (int64_t a : axes) Normalize(a);\n",
+    },
+    "Added prefetch to SGEMV and DGEMV.": {
+        "kernel/mips/sgemv_n_msa.c": "    PREF_OFFSET(a0, 64);\n    y0 += a0[0] * x0;\n",
+    },
+    "arm: add hardfp support in vfp dot kernels": {
+        "kernel/arm/sdot_vfp.S": "    vldmia.f32 X!, { s8 - s9 }\n",
+    },
+    "changed default optimization flag from O2 to O1 for MIPS": {
+        "kernel/Makefile": "COMMON_OPT = -O1\n",
+        "driver/others/memory.c": "int unused;\n",
+    },
+    "ggml : refactor the quantization helpers (#8)": {
+        "ggml.c": "static inline __m256 sum_i16(__m256i x) { return _mm256_cvtepi32_ps(_mm256_madd_epi16(x, x)); }\n",
+    },
+    "cuda: launch_bounds and larger tiles for the q4_K mmq kernel (#9)": {
+        "src/ggml-cuda/mmq.cu": "template <int mmq_x> __launch_bounds__(256, 2) __global__ void mmq() {}\n",
+    },
 }
 HUGE_RVV_TITLE = "ggml-cpu: extend RVV quantization vec dot to higher VLENs"
 
@@ -621,3 +648,47 @@ def test_counts_and_regressions_are_not_speedups(text: str, claims: list[float])
 )
 def test_ggml_quantized_dot_kernels_are_quant_dot(files: list[str], title: str, operator: str) -> None:
     assert [str(o) for o in detect_operators(files, title, "")][:1] == [operator]
+
+
+def test_v6_and_v7_classes(signal_commits: dict) -> None:
+    """The classes classifier v6 and v7 close, from blind7's and blind8's misses; blind9 judged them."""
+    fusion = signal_commits["Mul/Relu fusion - more patterns (#5)"]
+    assert _has(fusion, "title fuses operations") and fusion.is_optimization  # the fusion is the subject
+    tool = signal_commits["Add TensorRT perf tool (#6)"]
+    assert _has(tool, "instrumentation") and not tool.is_optimization
+    rework = signal_commits["Rework CPU LayerNorm kernel to support arbitrary axes (#7)"]
+    assert _has(rework, "feature as its purpose") and not rework.is_optimization
+    prefetch = signal_commits["Added prefetch to SGEMV and DGEMV."]
+    assert _has(prefetch, "technique on gemv") and prefetch.is_optimization
+    softfp = signal_commits["arm: add hardfp support in vfp dot kernels"]
+    assert _has(softfp, "other than an ISA") and not softfp.is_optimization
+    flag = signal_commits["changed default optimization flag from O2 to O1 for MIPS"]
+    assert not _has(flag, "message speaks of performance") and not flag.is_optimization
+    refactor = signal_commits["ggml : refactor the quantization helpers (#8)"]
+    assert _has(refactor, "housekeeping ('refactor')") and not refactor.is_optimization
+    bounds = signal_commits["cuda: launch_bounds and larger tiles for the q4_K mmq kernel (#9)"]
+    assert _has(bounds, "GPU performance mechanism") and bounds.is_optimization
+
+
+@pytest.mark.parametrize(
+    ("title", "operators"),
+    [
+        ("Add CPU autodetection for Zen5", []),  # "add" the verb names no operator
+        ("increase max threads to 512", []),
+        ("reduce memory use of the graph", []),
+        ("use the thread pool in the scheduler", []),
+        ("faster vector add kernel for RVV", ["elementwise"]),
+        ("maxpool with RVV", ["pool"]),
+        ("vectorize fp16 to fp32 conversion", ["quantize"]),
+        ("webgpu: tile the mulmat shader", ["gemm"]),
+        ("non-contiguous mat-vec-mul shader", ["gemv"]),
+        ("faster reduce_sum on NEON", ["reduce"]),
+    ],
+)
+def test_operator_names_in_prose_need_a_kernel_word(title: str, operators: list[str]) -> None:
+    assert [str(o) for o in detect_operators([], title, "")] == operators
+
+
+def test_bare_operator_names_still_count_in_file_names() -> None:
+    assert [str(o) for o in detect_operators(["kernel/x86_64/add.c"], "tune it", "")] == ["elementwise"]
+    assert [str(o) for o in detect_operators(["kernel/arm64/max.S"], "tune it", "")] == ["reduce"]
