@@ -954,7 +954,9 @@ THREAD_SIZE_RX = re.compile(
     r"\b(?:small|large|big|tiny|short|long|sizes?|inputs?|matri(?:x|ces)|vectors?|problems?)\b|"
     r"\b(?:small|large|big|tiny)\b.{0,40}?\b(?:single|one|fewer|less|more)[- ]threads?\b|"
     r"\b(?:multi-?)?thread(?:ing|ed)?[- ](?:thresholds?|switch\w*|cut-?offs?)\b|"
-    r"\bthresholds?\b.{0,30}\b(?:multi-?)?thread(?:ing|s)?\b",
+    r"\bthresholds?\b.{0,30}\b(?:multi-?)?thread(?:ing|s)?\b|"
+    # "limit n_threads to the max n_tasks": oversubscribed cores only cost time
+    r"\b(?:limit|cap|clamp)\w*\s+(?:the\s+)?(?:number\s+of\s+)?(?:n_?)?threads\b",
     re.I,
 )
 # Fusing operations (graph fusion, fused kernels) exists to save launches and memory round trips: a title that
@@ -982,7 +984,7 @@ _MECHANISM_BLOCK_RX = re.compile(
 # does on CPU code (on GPU backends "kernel" alone does not: every operator is a kernel).
 _GPU_MECH = (
     r"\bdp4a?\b|\bw?mma\b|tensor[- ]?cores?|\bcoopmat\d?\b|cooperative[-_ ]matri\w+|\bsubgroups?\b|"
-    r"launch[-_ ]bounds|\bspecial[- ]cased?\b|\bspeciali[sz]ed\b|"
+    r"launch[-_ ]bounds|\bspecial[- ]cased?\b|\bspeciali[sz]ed\b|\bwarp[- ]per[- ](?:row|column|block)\b|"
     r"\bsimd[- ]?groups?\b|shared[- ]mem(?:ory)?\b|\bsmem\b|\boccupancy\b|register[- ](?:spill\w*|pressure)|"
     r"bank[- ]conflicts?|\bwarp[- ]?(?:level|shuffle|reduc\w*)\b|\bcp\.async\b|"
     r"\basync(?:hronous)?[- ](?:copy|loads?)\b|"
@@ -1007,6 +1009,14 @@ GPU_TARGET_RX = re.compile(
     r"intel|apple|turing|ampere|ada|hopper|blackwell|volta|pascal|xe\w*|arc|m[1-5]|mi\d+|a\d{1,3}x?)\b",
     re.I,
 )
+# A GPU kernel or variant for a shape regime ("kernel for single-token decode", "fp kernel for larger batch
+# size MoE", "flat variants of q4_K gemv for very large matrices"): the generic kernel already ran it.
+GPU_REGIME_RX = re.compile(
+    r"\b(?:kernels?|shaders?|paths?|variants?|versions?|implementations?)\b(?:\s+[\w-]+){0,5}?\s+for\s+(?:the\s+)?"
+    r"(?:[\w-]+\s+){0,2}?(?:large|larger|small|smaller|big|tiny|long|short|single[- ]token|bs\s?=?\s?1|"
+    r"batch[- ]sizes?|decod\w*|prefill\w*)\b",
+    re.I,
+)
 # Removing work that was done for nothing is a speedup: "remove redundant memcpy", "avoid reallocations".
 WASTE_RX = re.compile(
     # many calls or launches made one: "group all experts in a single mul_mat_id", "batch the matmuls"
@@ -1018,7 +1028,7 @@ WASTE_RX = re.compile(
     r"(?:redundant|unnecessary|unneeded|superfluous|needless|duplicated?|repeated)\s+(?:\w+\s+)?"
     r"(?:cop(?:y|ies|ying)|memcpy|memcop(?:y|ies)|alloc\w*|realloc\w*|sync\w*|barriers?|work|comput\w*|"
     r"loads?|stores?|transfers?|launch\w*|conversions?|casts?|passes|dispatch\w*|round[- ]trips?)\b|"
-    r"\bavoid\w*\s+(?:\w+\s+)?(?:re-?alloc\w*|re-?comput\w*|copies|copying|sync\w*)\b|"
+    r"\bavoid\w*\s+(?:\w+\s+){0,4}?(?:re-?alloc\w*|re-?comput\w*|copies|copying|sync\w*)\b|"
     # work an application did whose result nobody used: "don't compute timestamps when not printing them"
     r"\b(?:don'?t|do not|no longer|avoid\w*|skip\w*)\s+(?:\w+\s+){0,2}?(?:comput\w*|calculat\w*|"
     r"re-?comput\w*|allocat\w*|load\w*|evaluat\w*|sort\w*|copy\w*)\b(?:\s+\S+){0,4}?\s+(?:when|if|unless)\s+"
@@ -1068,7 +1078,7 @@ _ISA_WORDS_RX = re.compile(
     re.I,
 )
 # A purpose clause naming a capability: what the change is for, whatever work it takes.
-FEATURE_PURPOSE_RX = re.compile(r"\b(?:in order )?to\s+(?:support|allow|accept)\b", re.I)
+FEATURE_PURPOSE_RX = re.compile(r"\b(?:in order )?to\s+(?:support|accept)\b", re.I)
 DEFAULT_UPDATE_TITLE_RX = re.compile(r"^update\s+[\w./-]+\.\w+$", re.I)
 # Identifiers and file names ("level3_gemm3m_thread.c"): technique words inside them are names, not statements.
 # Matched from token starts only, so a long token is scanned once (a hostile 20 kB title took 6 s before).
@@ -1192,7 +1202,11 @@ def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
     parsed = parse_claims(message)
     claims = [c.value for c in parsed if c.plausible]
     blocked = _MECHANISM_BLOCK_RX.search(title)
-    gpu_title = (GPU_PERF_TITLE_RX.search(title) or GPU_TARGET_RX.search(title)) if gpu and not blocked else None
+    gpu_title = (
+        (GPU_PERF_TITLE_RX.search(title) or GPU_TARGET_RX.search(title) or GPU_REGIME_RX.search(title))
+        if gpu and not blocked
+        else None
+    )
     thread_title = THREAD_RX.search(title) or THREAD_SIZE_RX.search(title)
     fusion_title = None if blocked else FUSION_RX.search(_IDENT_RX.sub(" ", title))
     # A title about fusing operations states a speed purpose as plainly as "faster", whatever the body says.
