@@ -375,6 +375,15 @@ def _compare_ret(task: KernelTask, call: Call, got_raw: bytes, want_raw: bytes, 
 _SMALLEST_SUBNORMAL = {"F16": 2.0**-24, "F32": 2.0**-149, "F64": 2.0**-1074}
 
 
+# The normalized error judges an output as a whole: it needs a whole. Below this many elements it is the
+# relative error of one or two values, and a value that cancels to near 0 (rwkv_wkv_step's numerator
+# e^a*aa + e^b*v at c = 1) turns an honest exp approximation's 1e-6 into percents: CI failed one such draw
+# (2026-12-03, normalized error 0.016 > 0.01, every element within atol). A model of that kernel's error
+# put the false failures at 2.3e-5 per c = 1 draw. There the element check decides alone, as it does where
+# every expected element is 0; outputs of 8 or more elements keep the check.
+NORM_MIN_ELEMENTS = 8
+
+
 def element_bound(tol: Any, want: np.ndarray, zero_step: float) -> np.ndarray:
     """The largest |got - want| accepted per element (docs/TASKS.md, "How outputs are checked").
 
@@ -436,7 +445,7 @@ def _compare_buffer(
             norm=norm,
             unwritten=bool(unwritten[i]),
         )
-    if is_float and not norm <= tol.norm_bound:
+    if is_float and len(d) >= NORM_MIN_ELEMENTS and not norm <= tol.norm_bound:
         return Failure(call, "norm", p.name, compared=len(d), norm=norm, tol=tol.norm_bound)
     return None
 

@@ -189,3 +189,15 @@ def test_an_all_zero_expected_output_is_judged_by_the_elements_alone() -> None:
     assert _exp_case("sigmoid", [0.0], [1e-3]) is not None
     # under exact_special the same tiny value is wrong
     assert _exp_case("exp_f32", [0.0], [3e-39]) is not None
+
+
+def test_the_normalized_error_needs_a_whole_output() -> None:
+    # one value that cancels to near 0, off by 2% yet within atol 1e-5: an honest approximation, not a
+    # wrong scale; the element check decides alone below NORM_MIN_ELEMENTS
+    assert load_task("sigmoid").tolerance.norm_bound < 0.02
+    assert _exp_case("sigmoid", [2e-4], [2.04e-4]) is None
+    assert _exp_case("sigmoid", [2e-4, -3e-4], [2.04e-4, -3.06e-4]) is None
+    # a whole output within atol only because every expected value is tiny still fails as a whole
+    n = verdict.NORM_MIN_ELEMENTS
+    failure = _exp_case("sigmoid", [2e-6] * n, [0.0] * n)
+    assert failure is not None and failure.what == "norm"
