@@ -17,12 +17,13 @@ from knowledge.taxonomy import Isa, Operator, Technique
 
 QUERY_DIR = Path(__file__).resolve().parents[1] / "data" / "retrieval"
 # blind sets in the order they were written; each judged one round of ranking rules and then became a
-# development set (docs/MINERS.md): the newest, set 4, judged the third round
+# development set (docs/MINERS.md): set 4 judged the third round, set 5 the miner's relabel (v5 -> v7)
 BLIND_SETS = (
     "k1_queries_blind.json",
     "k1_queries_heldout2.json",
     "k1_queries_heldout3.json",
     "k1_queries_heldout4.json",
+    "k1_queries_heldout5.json",  # written 2026-12-03 23:28, frozen before any ranking ran on it
 )
 ENUM_FIELDS: dict[str, type[StrEnum]] = {"isa": Isa, "operator": Operator, "technique": Technique}
 RULE_FIELDS = {*ENUM_FIELDS, "text"}
