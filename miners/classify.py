@@ -402,6 +402,12 @@ def code_isa_counts(
 # Operator detection: file names and identifiers, then message words
 
 
+# Names of element-wise and reduction kernels that are never everyday English (see PROSE_OPERATOR_RX).
+_ELEMENTWISE_NAMES = (
+    r"[sdcz]?scal(?:\b|_)|_scal|\brot[mg]?(?:\b|_)|[sdcz]rot|vec_(?:add|mul|scale|mad)|elementwise|element-wise"
+)
+_REDUCE_NAMES = r"[isdcz]?i?a(?:max|min)|asum|\bsum_rows\b|argmax"
+
 OPERATOR_RX: list[tuple[Operator, re.Pattern[str]]] = [
     (
         Operator.QUANT_DOT,
@@ -463,17 +469,10 @@ OPERATOR_RX: list[tuple[Operator, re.Pattern[str]]] = [
     ),
     (Operator.SCAN, re.compile(r"ssm_scan|cumsum|\bscan\b", re.I)),
     (Operator.SORT, re.compile(r"argsort|\bsort\b|top_?k", re.I)),
-    (Operator.REDUCE, re.compile(r"[isdcz]?i?a(?:max|min)|asum|\bsum_rows\b|\bsum\b|reduce|argmax|\bmax\b", re.I)),
+    (Operator.REDUCE, re.compile(_REDUCE_NAMES + r"|\bsum\b|reduce|\bmax\b", re.I)),
     # kernel file names end in _<variant> (`copy_rvv.c`, `scal_vector.c`): "_" ends a name there too
     (Operator.COPY, re.compile(r"[sdcz]copy|[sdcz]?swap(?:\b|_)|memcpy|memset|_copy\b|\bcopy(?:\b|_)", re.I)),
-    (
-        Operator.ELEMENTWISE,
-        re.compile(
-            r"[sdcz]?scal(?:\b|_)|_scal|\brot[mg]?(?:\b|_)|[sdcz]rot|vec_(?:add|mul|scale|mad)|"
-            r"\badd\b|\bmul\b|elementwise|element-wise",
-            re.I,
-        ),
-    ),
+    (Operator.ELEMENTWISE, re.compile(_ELEMENTWISE_NAMES + r"|\badd\b|\bmul\b", re.I)),
 ]
 
 
@@ -484,13 +483,12 @@ OPERATOR_RX: list[tuple[Operator, re.Pattern[str]]] = [
 # name still counts (`add.c`, `max.S`).
 PROSE_OPERATOR_RX: dict[Operator, re.Pattern[str]] = {
     Operator.ELEMENTWISE: re.compile(
-        r"[sdcz]?scal(?:\b|_)|_scal|\brot[mg]?(?:\b|_)|[sdcz]rot|vec_(?:add|mul|scale|mad)|elementwise|"
-        r"element-wise|(?<!mat[ _-])\b(?:vector|vec|element|binary|broadcast)[ _-](?:add|mul|sub|div)\b|"
+        _ELEMENTWISE_NAMES + r"|(?<!mat[ _-])\b(?:vector|vec|element|binary|broadcast)[ _-](?:add|mul|sub|div)\b|"
         r"\b(?:add|mul|sub|div)[ _-](?:kernel|op|operator)s?\b",
         re.I,
     ),
     Operator.REDUCE: re.compile(
-        r"[isdcz]?i?a(?:max|min)|asum|\bsum_rows\b|reduce_?(?:sum|max|min|mean|prod|l[12]|log)|argmax|\breduction|"
+        _REDUCE_NAMES + r"|reduce_?(?:sum|max|min|mean|prod|l[12]|log)|\breduction|"
         r"\breduce[ _-](?:kernel|op|operator)s?\b|\b(?:max|sum|min)[ _-](?:reduction|kernel|op)s?\b|"
         r"\breduc\w* (?:max|sum|min)\b",
         re.I,
@@ -959,6 +957,8 @@ THREAD_SIZE_RX = re.compile(
     r"\b(?:limit|cap|clamp)\w*\s+(?:the\s+)?(?:number\s+of\s+)?(?:n_?)?threads\b",
     re.I,
 )
+# The scope a title starts with: ggml's and llama.cpp's "ggml-cpu : ", ONNX Runtime's "[CUDA] ".
+_SCOPE = r"(?:\[[^\]]{1,40}\]\s*|[\w./+ -]{1,30}?\s*:\s+)"
 # Fusing operations (graph fusion, fused kernels) exists to save launches and memory round trips: a title that
 # fuses ("fuse rms_norm + mul", "add fusion support for ...", "extend rope fusions"), not one that checks,
 # skips, refactors or hardens an existing fusion.
@@ -966,7 +966,7 @@ FUSION_RX = re.compile(
     r"(?:^|:\s*|\b(?:and|to|also)\s+)fus(?:e|es|ing)\b|"
     r"\b(?:add\w*|extend\w*|implement\w*|enabl\w*|support\w*|more|new|generali[sz]\w*)\s+(?:\S+\s+){0,6}?fusions?\b|"
     # the title's subject is a fusion: "Not-where fusion (#7182)", "Gemm/Transpose fusion - more patterns"
-    r"^(?:[\w.-]+\s*:\s*|\[[^\]]{1,30}\]\s*)?\s*(?:[\w/+-]+(?:\s+[\w/+-]+)?[ -])?fusions?\b"
+    r"^" + _SCOPE + r"?\s*(?:[\w/+-]+(?:\s+[\w/+-]+)?[ -])?fusions?\b"
     r"(?!\s+(?:bug|fix|issue|crash)\w*)|"
     r"\bfusions?\s+(?:for|of)\b|\bfused\s+(?:\w+\s+){0,2}?(?:kernels?|ops?|operations?)\b|"
     r"\b(?:add\w*|implement\w*|use[sd]?)\s+(?:a\s+)?fused\b",
@@ -998,7 +998,7 @@ GPU_PERF_TITLE_RX = re.compile(
     r"via|with|increas\w*|improv\w*|adjust\w*|tun\w*|split\w*|shard\w*)\b.{0,50}?(?:" + _GPU_MECH + r")|"
     r"(?:" + _GPU_MECH + r").{0,30}?\b(?:support|kernels?|path|for)\b|"
     # the mechanism is the title's subject: "CUDA: launch_bounds, small q4_K tiles"
-    r"^(?:[\w./+ -]{1,30}?\s*:\s+|\[[^\]]{1,40}\]\s*)(?:" + _GPU_MECH + r")",
+    r"^" + _SCOPE + r"(?:" + _GPU_MECH + r")",
     re.I,
 )
 # Kernels written for one GPU family ("gemm and gemv kernels for Adreno") exist to run faster on it: the
@@ -1060,8 +1060,8 @@ BUILD_TIME_RX = re.compile(r"\bincremental\s+(?:\w+\s+)?builds?\b|\b(?:build|com
 # A clause separator after the title's leading change: "X + misc fixes", "X; fix typo", "X, also fix Y".
 # A clause separator at least 9 characters after the title's first word character (see _trailing_clause).
 _CLAUSE_SEPARATOR_RX = re.compile(r"\s\+\s|;\s|,\s+(?:also|and)\s|\s&\s")
-# ggml's and llama.cpp's "scope : title" and ONNX Runtime's "[EP] title": the verb comes after the scope.
-_SCOPE_PREFIX_RX = re.compile(r"^(?:\[[^\]]{1,40}\]\s*|[\w./+ -]{1,30}?\s*:\s+){1,3}")
+# "ggml : refactor ...": the verb comes after the scope (up to three: "[EP] cuda: fp16: ...").
+_SCOPE_PREFIX_RX = re.compile(r"^" + _SCOPE + r"{1,3}")
 # Housekeeping verbs after a scope ("ggml : refactor ..."); not "remove"/"update", which a scope often
 # follows with wasted work or a kernel ("sycl: remove redundant memcopy").
 _SCOPED_HOUSEKEEPING_RX = re.compile(
@@ -1208,7 +1208,8 @@ def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
         else None
     )
     thread_title = THREAD_RX.search(title) or THREAD_SIZE_RX.search(title)
-    fusion_title = None if blocked else FUSION_RX.search(_IDENT_RX.sub(" ", title))
+    worded_title = _IDENT_RX.sub(" ", title)  # the title's words without its identifiers and file names
+    fusion_title = None if blocked else FUSION_RX.search(worded_title)
     # A title about fusing operations states a speed purpose as plainly as "faster", whatever the body says.
     title_perf = title_perf or bool(fusion_title)
     title_speed = title_perf or bool(claims)  # the title or a measurement states speed
@@ -1266,11 +1267,11 @@ def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
             add(NEW_KERNEL_BONUS, f"adds kernel file {new_kernels[0].path}")
     if len(paths) >= 3 and 0 < len(code_paths) / len(paths) < 0.3:
         add(-0.5, "mostly non-source files")
-    title_tech = None if correctness else _first_technique(_IDENT_RX.sub(" ", title))
+    title_tech = None if correctness else _first_technique(worded_title)
     if title_tech and kernel_paths:
         # "Added prefetch to CGEMV and ZGEMV": a technique applied to a kernel the title names is the change
         # (not "Add RoPE contiguous check", "alignment size converted": a check, a size is no speedup)
-        named_op = [] if blocked else _operators_in(_IDENT_RX.sub(" ", title), prose=True)
+        named_op = [] if blocked else _operators_in(worded_title, prose=True)
         on = f" on {named_op[0].value}" if named_op else ""
         add(
             1.5 if named_op else 1.0,
@@ -1313,7 +1314,7 @@ def metadata_signals(c: RawCommit, kinds: dict[str, str]) -> MetaSignals:
         and not DEFAULT_UPDATE_TITLE_RX.match(title)
     ):
         add(-1.0, f"title reads as housekeeping ({neg.group(0).strip()!r})")
-    added = ADD_SUPPORT_RX.search(_IDENT_RX.sub(" ", title))
+    added = ADD_SUPPORT_RX.search(worded_title)
     if added and title_impl and not (title_perf or claims) and not _ISA_WORDS_RX.search(added.group("what")):
         add(-1.0, f"title adds support for something other than an ISA ({added.group(0)!r})")
     if (m := FEATURE_PURPOSE_RX.search(title)) and not (title_perf or claims):

@@ -645,7 +645,7 @@ def _repository(
     )
 
 
-def _evidence(repo: str, m: MinedCommit) -> Evidence | None:
+def evidence_of(repo: str, m: MinedCommit) -> Evidence | None:
     """A classified optimization as distiller evidence, its example hunks split now (on the classifier
     thread, while git still walks) rather than at the end; None when it evidences no CPU thought.
     """
@@ -835,7 +835,7 @@ class _CandidatePipeline:
             if m.raw.damaged:
                 m.classification.reasons.append(DAMAGED_REASON)
             m.patch = patch if m.classification.is_optimization else ""
-            m.evidence = _evidence(self.handle.name, m)
+            m.evidence = evidence_of(self.handle.name, m)
         if self.on_batch:
             self.on_batch(batch)
 

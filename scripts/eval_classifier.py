@@ -179,6 +179,7 @@ def predictions(repos: dict[str, str], labels: list[Labelled]) -> dict[str, Pred
     from miners.profiles import detect_library
 
     out: dict[str, Predicted] = {}
+    tagged = any(r.operators or r.techniques for r in labels)  # distilling thoughts is needed only then
     for name, path in repos.items():
         shas = [r.sha for r in labels if r.repo == name]
         if not shas:
@@ -189,7 +190,7 @@ def predictions(repos: dict[str, str], labels: list[Labelled]) -> dict[str, Pred
         raws = list(gitwalk.read_commits(handle, shas, warnings))
         for m in classify_commits(handle, profile, raws, warnings):
             c = m.classification
-            ops, techs = _thought_tags(name, m)
+            ops, techs = _thought_tags(name, m) if tagged else ((), ())
             out[m.raw.sha] = Predicted(c.is_optimization, c.score, m.raw.title, ops, techs)
         for w in warnings.messages:
             print(f"warning: {name}: {w}", file=sys.stderr)
@@ -200,9 +201,9 @@ def _thought_tags(repo: str, m) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Operators and techniques of the thoughts the pipeline would store from this commit (none when it
     evidences no CPU thought), the primary thought's operator first."""
     from miners.distill import evidence_thoughts
-    from miners.pipeline import _evidence
+    from miners.pipeline import evidence_of
 
-    ev = _evidence(repo, m)
+    ev = evidence_of(repo, m)
     if ev is None:
         return (), ()
     drafts = evidence_thoughts(ev)
@@ -252,7 +253,8 @@ def evaluate(labels: list[Labelled], preds: dict[str, Predicted]) -> dict:
         if r.sha not in preds:
             raise SystemExit(f"commit {r.sha[:12]} ({r.repo}) was not found in the repository given for it")
         truth = r.label == "optimization"
-        pred, score, title = preds[r.sha].is_optimization, preds[r.sha].score, preds[r.sha].title
+        p = preds[r.sha]
+        pred = p.is_optimization
         if truth and pred:
             tp += 1
         elif truth:
@@ -268,8 +270,8 @@ def evaluate(labels: list[Labelled], preds: dict[str, Predicted]) -> dict:
                     "kind": kind,
                     "sha": r.sha,
                     "repo": r.repo,
-                    "score": score,
-                    "title": title,
+                    "score": p.score,
+                    "title": p.title,
                     "why": r.reason,
                     "borderline": r.borderline,
                 }
