@@ -209,7 +209,7 @@ def _rvv_kernel(op: str, body: str) -> str:
 
 def test_a_commit_adding_several_kernels_gives_each_its_own_thought(tmp_path) -> None:
     from miners.distill import build_thoughts
-    from miners.pipeline import _evidence
+    from miners.pipeline import evidence_of
     from miners.profiles import OPENBLAS
     from tests.support.gitrepos import _commit, init_repo
 
@@ -237,7 +237,7 @@ def test_a_commit_adding_several_kernels_gives_each_its_own_thought(tmp_path) ->
         for x in classify_commits(handle, OPENBLAS, gitwalk.walk_commits(handle, ["HEAD"], warnings), warnings)
         if x.classification.is_optimization
     ]
-    ev = _evidence("OpenMathLib/OpenBLAS", m)
+    ev = evidence_of("OpenMathLib/OpenBLAS", m)
     assert ev is not None
     thoughts = [t for t in build_thoughts([ev]).values() if t.technique.value == "vectorize"]
     by_op = {t.operator.value: t for t in thoughts}
