@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import math
 import random
@@ -79,19 +80,22 @@ def read_labels(path: str) -> list[Labelled]:
     p = Path(path)
     if not p.is_file():
         raise SystemExit(f"labels {path!r}: no such file")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise SystemExit(f"labels {path!r}: not UTF-8 text (byte {e.start}); save the file as UTF-8") from None
     rows: list[Labelled] = []
-    with p.open(newline="") as fh:
-        for n, row in enumerate(csv.DictReader(fh, delimiter="\t"), 2):
-            missing = [k for k in ("sha", "repo", "label") if not row.get(k)]
-            if missing:
-                raise SystemExit(f"labels {path!r} line {n}: empty field(s) {', '.join(missing)}")
-            reason = row.get("reason") or ""
-            ops = _tags(row.get("operators"), "operators", path, n)
-            techs = _tags(row.get("techniques"), "techniques", path, n)
-            borderline = (row.get("borderline") or "no").strip().lower() == "yes"
-            rows.append(
-                Labelled(row["sha"].strip(), row["repo"].strip(), row["label"].strip(), reason, ops, techs, borderline)
-            )
+    for n, row in enumerate(csv.DictReader(io.StringIO(text, newline=""), delimiter="\t"), 2):
+        missing = [k for k in ("sha", "repo", "label") if not row.get(k)]
+        if missing:
+            raise SystemExit(f"labels {path!r} line {n}: empty field(s) {', '.join(missing)}")
+        reason = row.get("reason") or ""
+        ops = _tags(row.get("operators"), "operators", path, n)
+        techs = _tags(row.get("techniques"), "techniques", path, n)
+        borderline = (row.get("borderline") or "no").strip().lower() == "yes"
+        rows.append(
+            Labelled(row["sha"].strip(), row["repo"].strip(), row["label"].strip(), reason, ops, techs, borderline)
+        )
     return rows
 
 

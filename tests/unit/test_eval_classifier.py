@@ -34,6 +34,10 @@ def test_a_label_file_with_tags_is_read_and_an_unknown_tag_names_its_line(tmp_pa
     bad.write_text(HEADER + "a1\to/r\toptimization\tgemm\tvectorize\tno\tok\nb2\to/r\toptimization\tmatmul\t\tno\tx\n")
     with pytest.raises(SystemExit, match=re.escape("line 3: unknown operators matmul")):
         eval_classifier.read_labels(str(bad))
+    latin = tmp_path / "latin.tsv"
+    latin.write_bytes(HEADER.encode() + b"a1\to/r\tother\t\t\tno\tcaf\xe9\n")
+    with pytest.raises(SystemExit, match="not UTF-8 text"):
+        eval_classifier.read_labels(str(latin))
 
 
 def test_thought_tags_are_scored_only_where_both_call_it_an_optimization() -> None:
